@@ -1,0 +1,47 @@
+# The commands users and CI run. `make test` and `make demo` are the README's two commands.
+SHELL := /bin/bash
+STACK := deploy/dev/stack.sh
+
+.PHONY: help dev-up dev-down dev-status test demo lint fmt migrate
+
+help:
+	@echo "make demo      start the local stack and show what runs"
+	@echo "make test      start the local stack if needed and run the whole test suite"
+	@echo "make dev-up    start Postgres, NATS (JetStream) and moto on 127.0.0.1; write .dev/env"
+	@echo "make dev-down  stop the processes dev-up started"
+	@echo "make lint      cargo fmt --check and clippy with warnings as errors"
+
+dev-up:
+	@$(STACK) up
+
+dev-down:
+	@$(STACK) down
+
+dev-status:
+	@$(STACK) status
+
+# Runs every test, those that need the stack included (HCPFLOW_REQUIRE_STACK turns a
+# missing stack into a failure). A stack this target started is stopped afterwards.
+test:
+	@$(STACK) run env HCPFLOW_REQUIRE_STACK=1 cargo test --workspace --locked
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets --locked -- -D warnings
+
+fmt:
+	cargo fmt --all
+
+migrate: dev-up
+	@set -a; . .dev/env; set +a; cargo run --quiet --locked -p hcpflow-workers -- migrate
+
+# Until the workflows run end to end (see README, "What works today"), the demo brings
+# the stack up, migrates the event store and shows what is there.
+demo: dev-up migrate
+	@$(STACK) status
+	@echo
+	@echo "The local stack is running; its settings are in .dev/env:"
+	@sed -n 's/^\(HCPFLOW_[A-Z_]*URL\)=.*@\(.*\)$$/  \1 -> \2/p; s/^\(HCPFLOW_NATS_URL\|HCPFLOW_AWS_ENDPOINT\)=\(.*\)$$/  \1 = \2/p' .dev/env
+	@echo
+	@echo "Not there yet: the server, the workflows and the cluster commands (see README)."
+	@echo "Stop the stack with: make dev-down"

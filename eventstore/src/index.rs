@@ -1,0 +1,173 @@
+//! The workflow index: one row per workflow, updated in the same transaction as each
+//! append, and the queries that list workflows.
+
+use chrono::{DateTime, Utc};
+use hcpflow_engine::{ChainHash, Seq, WorkflowId, WorkflowStatus};
+
+use crate::error::{Error, Result};
+use crate::store::EventStore;
+
+/// A workflow's index row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkflowSummary {
+    pub workflow_id: WorkflowId,
+    pub workflow_type: String,
+    pub status: WorkflowStatus,
+    pub concurrency_key: Option<String>,
+    pub parent_id: Option<WorkflowId>,
+    pub next_seq: Seq,
+    pub head_hash: ChainHash,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Which workflows to list; every set field must match.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkflowFilter {
+    pub status: Option<WorkflowStatus>,
+    pub workflow_type: Option<String>,
+    pub concurrency_key: Option<String>,
+}
+
+/// One page of workflows, newest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkflowPage {
+    pub workflows: Vec<WorkflowSummary>,
+    /// Pass back to get the next page; `None` at the end.
+    pub cursor: Option<String>,
+}
+
+type IndexRow = (
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    i64,
+    Vec<u8>,
+    DateTime<Utc>,
+    DateTime<Utc>,
+);
+
+const SELECT_INDEX: &str = "SELECT workflow_id, workflow_type, status, concurrency_key, parent_id,
+                                   next_seq, head_hash, created_at, updated_at
+                              FROM workflows";
+
+impl EventStore {
+    pub async fn get_workflow(&self, workflow_id: &WorkflowId) -> Result<WorkflowSummary> {
+        let row: Option<IndexRow> =
+            sqlx::query_as(&format!("{SELECT_INDEX} WHERE workflow_id = $1"))
+                .bind(workflow_id.as_str())
+                .fetch_optional(&self.pool)
+                .await?;
+        row.map(to_summary)
+            .unwrap_or_else(|| Err(Error::NotFound(workflow_id.clone())))
+    }
+
+    /// Lists workflows matching `filter`, newest first, `limit` at a time.
+    ///
+    /// `cursor` is the opaque value of the previous page's `cursor`.
+    pub async fn list_workflows(
+        &self,
+        filter: &WorkflowFilter,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<WorkflowPage> {
+        if limit == 0 {
+            return Err(Error::InvalidInput(
+                "a workflow page needs a limit of at least 1".into(),
+            ));
+        }
+        let (after_time, after_id) = match cursor {
+            Some(text) => {
+                let (time, id) = decode_cursor(text)?;
+                (Some(time), Some(id))
+            }
+            None => (None, None),
+        };
+        let rows: Vec<IndexRow> = sqlx::query_as(&format!(
+            "{SELECT_INDEX}
+              WHERE ($1::text IS NULL OR status = $1)
+                AND ($2::text IS NULL OR workflow_type = $2)
+                AND ($3::text IS NULL OR concurrency_key = $3)
+                AND ($4::timestamptz IS NULL OR (created_at, workflow_id) < ($4, $5))
+              ORDER BY created_at DESC, workflow_id DESC
+              LIMIT $6"
+        ))
+        .bind(filter.status.map(WorkflowStatus::as_str))
+        .bind(filter.workflow_type.as_deref())
+        .bind(filter.concurrency_key.as_deref())
+        .bind(after_time)
+        .bind(after_id)
+        .bind(i64::from(limit) + 1)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut workflows = rows
+            .into_iter()
+            .map(to_summary)
+            .collect::<Result<Vec<_>>>()?;
+        let cursor = if workflows.len() > limit as usize {
+            workflows.truncate(limit as usize);
+            workflows.last().map(encode_cursor)
+        } else {
+            None
+        };
+        Ok(WorkflowPage { workflows, cursor })
+    }
+}
+
+fn encode_cursor(last: &WorkflowSummary) -> String {
+    format!(
+        "{}~{}",
+        last.created_at.timestamp_micros(),
+        last.workflow_id
+    )
+}
+
+fn decode_cursor(text: &str) -> Result<(DateTime<Utc>, String)> {
+    let invalid =
+        || Error::InvalidInput(format!("cursor {text:?} was not issued by a workflow list"));
+    let (micros, id) = text.split_once('~').ok_or_else(invalid)?;
+    let micros: i64 = micros.parse().map_err(|_| invalid())?;
+    let time = DateTime::from_timestamp_micros(micros).ok_or_else(invalid)?;
+    let id = WorkflowId::new(id).map_err(|_| invalid())?;
+    Ok((time, id.as_str().to_owned()))
+}
+
+fn to_summary(row: IndexRow) -> Result<WorkflowSummary> {
+    let (
+        id,
+        workflow_type,
+        status,
+        concurrency_key,
+        parent_id,
+        next_seq,
+        head_hash,
+        created_at,
+        updated_at,
+    ) = row;
+    let corrupt = |reason: String| Error::Corrupt {
+        workflow_id: id.clone(),
+        seq: 0,
+        reason: format!("index row: {reason}"),
+    };
+    Ok(WorkflowSummary {
+        workflow_id: WorkflowId::new(id.clone()).map_err(|e| corrupt(e.to_string()))?,
+        workflow_type,
+        status: status
+            .parse()
+            .map_err(|e: hcpflow_engine::status::UnknownStatus| corrupt(e.to_string()))?,
+        concurrency_key,
+        parent_id: parent_id
+            .map(WorkflowId::new)
+            .transpose()
+            .map_err(|e| corrupt(e.to_string()))?,
+        next_seq: u64::try_from(next_seq)
+            .ok()
+            .and_then(|n| Seq::new(n).ok())
+            .ok_or_else(|| corrupt(format!("invalid next_seq {next_seq}")))?,
+        head_hash: ChainHash::from_slice(&head_hash).map_err(|e| corrupt(e.to_string()))?,
+        created_at,
+        updated_at,
+    })
+}

@@ -1,0 +1,33 @@
+//! The Postgres event store of hcpflow (DESIGN.md §3).
+//!
+//! Postgres is the truth: a workflow's history is an append-only, hash-chained event log,
+//! and everything an append causes — the index row, outbox messages, timers, resource
+//! ledger entries — is written in the same transaction.
+//!
+//! Where to start reading:
+//! - [`EventStore`] (`store.rs`): connecting, and the entry point for every operation;
+//! - [`append`]: atomic appends with optimistic concurrency on the expected next seq;
+//! - [`history`]: reading a history page by page, and verifying its hash chain;
+//! - [`index`], [`outbox`], [`timers`], [`ledger`]: the tables written alongside;
+//! - [`migrate`]: the embedded migrations and the application role's grants.
+
+pub mod append;
+mod error;
+pub mod history;
+pub mod index;
+pub mod ledger;
+pub mod migrate;
+pub mod outbox;
+pub mod record;
+mod store;
+pub mod timers;
+
+pub use append::{AppendBatch, Appended, NewWorkflow};
+pub use error::{Error, Result};
+pub use history::{HistoryPage, VerifiedHistory};
+pub use index::{WorkflowFilter, WorkflowPage, WorkflowSummary};
+pub use ledger::{LedgerAction, LedgerEntry, LedgerRecord};
+pub use outbox::{ClaimedMessage, OutboxMessage, OUTBOX_CHANNEL};
+pub use record::{NewEvent, StoredEvent};
+pub use store::EventStore;
+pub use timers::{ClaimedTimer, NewTimer, TimerKind};

@@ -1,0 +1,143 @@
+//! The transactional outbox: NATS messages written in the same transaction as the events
+//! that cause them, then published by a relay.
+//!
+//! Guarantees: a message is in the outbox if and only if its events were committed.
+//! Claims carry a lease: two relays never hold the same row at once, and a row whose
+//! relay died is claimed again once its lease runs out (so a message may be published
+//! twice; its `msg_id` lets JetStream drop the copy).
+
+use std::time::Duration;
+
+use hcpflow_engine::WorkflowId;
+use sqlx::{Postgres, Transaction};
+
+use crate::error::Result;
+use crate::store::EventStore;
+
+/// The LISTEN/NOTIFY channel an append notifies when it wrote outbox rows.
+pub const OUTBOX_CHANNEL: &str = "hcpflow_outbox";
+
+/// A message to publish once the append commits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxMessage {
+    pub subject: String,
+    /// Sent as `Nats-Msg-Id` for JetStream's duplicate window.
+    pub msg_id: String,
+    pub payload: Vec<u8>,
+}
+
+/// A row a relay holds under lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedMessage {
+    pub id: i64,
+    pub workflow_id: String,
+    pub subject: String,
+    pub msg_id: String,
+    pub payload: Vec<u8>,
+    /// How many times this row has been claimed, this claim included.
+    pub attempts: i32,
+}
+
+pub(crate) async fn insert(
+    tx: &mut Transaction<'_, Postgres>,
+    workflow_id: &WorkflowId,
+    messages: &[OutboxMessage],
+) -> Result<()> {
+    if messages.is_empty() {
+        return Ok(());
+    }
+    let subjects: Vec<&str> = messages.iter().map(|m| m.subject.as_str()).collect();
+    let msg_ids: Vec<&str> = messages.iter().map(|m| m.msg_id.as_str()).collect();
+    let payloads: Vec<&[u8]> = messages.iter().map(|m| m.payload.as_slice()).collect();
+    sqlx::query(
+        "INSERT INTO outbox (workflow_id, subject, msg_id, payload)
+         SELECT $1, * FROM UNNEST($2::text[], $3::text[], $4::bytea[])",
+    )
+    .bind(workflow_id.as_str())
+    .bind(&subjects)
+    .bind(&msg_ids)
+    .bind(&payloads)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(OUTBOX_CHANNEL)
+        .bind(workflow_id.as_str())
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+impl EventStore {
+    /// Claims up to `limit` unpublished messages, oldest first, for `lease`.
+    ///
+    /// Rows held by a live claim are skipped (`SKIP LOCKED` plus the lease), so concurrent
+    /// relays get disjoint batches.
+    pub async fn claim_outbox(
+        &self,
+        claimer: &str,
+        limit: u32,
+        lease: Duration,
+    ) -> Result<Vec<ClaimedMessage>> {
+        let rows: Vec<(i64, String, String, String, Vec<u8>, i32)> = sqlx::query_as(
+            "UPDATE outbox o
+                SET claimed_by = $1,
+                    claim_expires_at = now() + make_interval(secs => $3),
+                    attempts = o.attempts + 1
+              WHERE o.id IN (
+                    SELECT id FROM outbox
+                     WHERE published_at IS NULL
+                       AND (claim_expires_at IS NULL OR claim_expires_at < now())
+                     ORDER BY id
+                     LIMIT $2
+                     FOR UPDATE SKIP LOCKED)
+             RETURNING o.id, o.workflow_id, o.subject, o.msg_id, o.payload, o.attempts",
+        )
+        .bind(claimer)
+        .bind(i64::from(limit))
+        .bind(lease.as_secs_f64())
+        .fetch_all(&self.pool)
+        .await?;
+        let mut claimed: Vec<ClaimedMessage> = rows
+            .into_iter()
+            .map(
+                |(id, workflow_id, subject, msg_id, payload, attempts)| ClaimedMessage {
+                    id,
+                    workflow_id,
+                    subject,
+                    msg_id,
+                    payload,
+                    attempts,
+                },
+            )
+            .collect();
+        claimed.sort_by_key(|message| message.id);
+        Ok(claimed)
+    }
+
+    /// Marks messages published. Only rows still claimed by `claimer` are changed;
+    /// returns how many were.
+    pub async fn mark_published(&self, claimer: &str, ids: &[i64]) -> Result<u64> {
+        let done = sqlx::query(
+            "UPDATE outbox SET published_at = now(), claim_expires_at = NULL
+              WHERE id = ANY($1) AND claimed_by = $2 AND published_at IS NULL",
+        )
+        .bind(ids)
+        .bind(claimer)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Deletes published messages older than `age`; returns how many.
+    pub async fn purge_published_outbox(&self, age: Duration) -> Result<u64> {
+        let done = sqlx::query(
+            "DELETE FROM outbox
+              WHERE published_at IS NOT NULL
+                AND published_at < now() - make_interval(secs => $1)",
+        )
+        .bind(age.as_secs_f64())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+}

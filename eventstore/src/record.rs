@@ -1,0 +1,145 @@
+//! What an event looks like going into the store and coming out of it.
+//!
+//! The hashed, stored bytes are the canonical JSON (see `hcpflow_engine::canonical`) of
+//! the envelope `{"data", "recorded_at", "seq", "type", "workflow_id"}`. Putting the
+//! workflow id and seq inside the hashed bytes means an event cannot be moved to another
+//! workflow or position without breaking the chain.
+
+use chrono::{DateTime, SubsecRound, Utc};
+use hcpflow_engine::{canonical, ChainHash, Seq, WorkflowId};
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+
+/// An event to append: its kind and its JSON data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    pub event_type: String,
+    pub data: Value,
+}
+
+impl NewEvent {
+    pub fn new(event_type: impl Into<String>, data: Value) -> Self {
+        Self {
+            event_type: event_type.into(),
+            data,
+        }
+    }
+}
+
+/// One event as stored, with its chain links.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    pub workflow_id: WorkflowId,
+    pub seq: Seq,
+    pub event_type: String,
+    pub recorded_at: DateTime<Utc>,
+    /// The exact canonical bytes that were hashed.
+    pub body: Vec<u8>,
+    pub prev_hash: ChainHash,
+    pub hash: ChainHash,
+}
+
+impl StoredEvent {
+    /// The event's data, parsed from the stored bytes.
+    pub fn data(&self) -> Result<Value> {
+        let envelope: Value =
+            serde_json::from_slice(&self.body).map_err(|error| Error::Corrupt {
+                workflow_id: self.workflow_id.to_string(),
+                seq: self.seq.get(),
+                reason: format!("stored bytes are not JSON: {error}"),
+            })?;
+        Ok(envelope.get("data").cloned().unwrap_or(Value::Null))
+    }
+}
+
+/// Postgres keeps microseconds; truncating first makes the column and the hashed text agree.
+pub(crate) fn store_precision(at: DateTime<Utc>) -> DateTime<Utc> {
+    at.trunc_subsecs(6)
+}
+
+pub(crate) fn format_timestamp(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+/// The canonical bytes of one event's envelope.
+pub(crate) fn envelope_bytes(
+    workflow_id: &WorkflowId,
+    seq: Seq,
+    recorded_at: DateTime<Utc>,
+    event: &NewEvent,
+) -> Vec<u8> {
+    canonical::to_vec(&json!({
+        "workflow_id": workflow_id.as_str(),
+        "seq": seq.get(),
+        "type": event.event_type,
+        "recorded_at": format_timestamp(recorded_at),
+        "data": event.data,
+    }))
+}
+
+/// Checks that a stored row says what its hashed bytes say; returns the reason if not.
+pub(crate) fn envelope_mismatch(event: &StoredEvent) -> Option<String> {
+    if !canonical::is_canonical(&event.body) {
+        return Some("stored bytes are not in canonical form".to_owned());
+    }
+    let envelope: Value = match serde_json::from_slice(&event.body) {
+        Ok(value) => value,
+        Err(error) => return Some(format!("stored bytes are not JSON: {error}")),
+    };
+    let expected = [
+        ("workflow_id", json!(event.workflow_id.as_str())),
+        ("seq", json!(event.seq.get())),
+        ("type", json!(event.event_type)),
+        ("recorded_at", json!(format_timestamp(event.recorded_at))),
+    ];
+    expected.into_iter().find_map(|(field, value)| {
+        let stored = envelope.get(field);
+        (stored != Some(&value)).then(|| {
+            format!(
+                "column {field} is {value} but the hashed bytes say {}",
+                stored.map_or_else(|| "nothing".to_owned(), Value::to_string)
+            )
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> StoredEvent {
+        let workflow_id = WorkflowId::new("wf-1").unwrap();
+        let recorded_at = store_precision(Utc::now());
+        let event = NewEvent::new("TimerFired", json!({"timer": 3}));
+        let body = envelope_bytes(&workflow_id, Seq::FIRST, recorded_at, &event);
+        StoredEvent {
+            workflow_id,
+            seq: Seq::FIRST,
+            event_type: event.event_type,
+            recorded_at,
+            hash: ChainHash::GENESIS.next(&body),
+            body,
+            prev_hash: ChainHash::GENESIS,
+        }
+    }
+
+    #[test]
+    fn a_consistent_row_has_no_mismatch() {
+        let event = sample();
+        assert_eq!(envelope_mismatch(&event), None);
+        assert_eq!(event.data().unwrap(), json!({"timer": 3}));
+    }
+
+    #[test]
+    fn a_column_that_disagrees_with_the_bytes_is_named() {
+        let mut event = sample();
+        event.event_type = "ActivityCompleted".into();
+        let reason = envelope_mismatch(&event).unwrap();
+        assert!(reason.contains("column type"), "{reason}");
+
+        let mut event = sample();
+        event.seq = Seq::new(2).unwrap();
+        assert!(envelope_mismatch(&event).unwrap().contains("column seq"));
+    }
+}

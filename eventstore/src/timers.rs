@@ -1,0 +1,166 @@
+//! Durable timers: workflow sleeps and activity retry backoffs as due-time rows.
+//!
+//! Guarantees: a timer is written in the same transaction as the event that starts it.
+//! A claim holds a row under lease, so concurrent timer services never claim the same
+//! live row; a row whose claimer died becomes claimable again when the lease runs out
+//! (firing is at-least-once; the engine drops a second `TimerFired` for the same seq).
+
+use std::fmt;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use hcpflow_engine::{Seq, WorkflowId};
+use sqlx::{Postgres, Transaction};
+
+use crate::error::{Error, Result};
+use crate::store::EventStore;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimerKind {
+    /// A workflow's `sleep`.
+    Timer,
+    /// The backoff before an activity's next attempt.
+    Retry,
+}
+
+impl TimerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimerKind::Timer => "timer",
+            TimerKind::Retry => "retry",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        match text {
+            "timer" => Some(TimerKind::Timer),
+            "retry" => Some(TimerKind::Retry),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for TimerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A timer to create with an append.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTimer {
+    /// The seq of the command the timer belongs to (the sleep, or the retried activity).
+    pub seq: Seq,
+    pub kind: TimerKind,
+    pub due_at: DateTime<Utc>,
+}
+
+/// A due timer held under lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedTimer {
+    pub id: i64,
+    pub workflow_id: WorkflowId,
+    pub seq: Seq,
+    pub kind: TimerKind,
+    pub due_at: DateTime<Utc>,
+}
+
+pub(crate) async fn insert(
+    tx: &mut Transaction<'_, Postgres>,
+    workflow_id: &WorkflowId,
+    timers: &[NewTimer],
+) -> Result<()> {
+    if timers.is_empty() {
+        return Ok(());
+    }
+    let seqs: Vec<i64> = timers.iter().map(|t| to_i64(t.seq)).collect();
+    let kinds: Vec<&str> = timers.iter().map(|t| t.kind.as_str()).collect();
+    let due: Vec<DateTime<Utc>> = timers.iter().map(|t| t.due_at).collect();
+    sqlx::query(
+        "INSERT INTO timers (workflow_id, seq, kind, due_at)
+         SELECT $1, * FROM UNNEST($2::bigint[], $3::text[], $4::timestamptz[])",
+    )
+    .bind(workflow_id.as_str())
+    .bind(&seqs)
+    .bind(&kinds)
+    .bind(&due)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+pub(crate) fn to_i64(seq: Seq) -> i64 {
+    // A history of 2^63 events is not a thing; saturate rather than wrap.
+    i64::try_from(seq.get()).unwrap_or(i64::MAX)
+}
+
+impl EventStore {
+    /// Claims up to `limit` timers due by the database's clock, earliest first.
+    pub async fn claim_due_timers(
+        &self,
+        claimer: &str,
+        limit: u32,
+        lease: Duration,
+    ) -> Result<Vec<ClaimedTimer>> {
+        let rows: Vec<(i64, String, i64, String, DateTime<Utc>)> = sqlx::query_as(
+            "UPDATE timers t
+                SET claimed_by = $1, claim_expires_at = now() + make_interval(secs => $3)
+              WHERE t.id IN (
+                    SELECT id FROM timers
+                     WHERE fired_at IS NULL AND due_at <= now()
+                       AND (claim_expires_at IS NULL OR claim_expires_at < now())
+                     ORDER BY due_at, id
+                     LIMIT $2
+                     FOR UPDATE SKIP LOCKED)
+             RETURNING t.id, t.workflow_id, t.seq, t.kind, t.due_at",
+        )
+        .bind(claimer)
+        .bind(i64::from(limit))
+        .bind(lease.as_secs_f64())
+        .fetch_all(&self.pool)
+        .await?;
+        let mut claimed = rows
+            .into_iter()
+            .map(|(id, workflow_id, seq, kind, due_at)| {
+                let corrupt =
+                    |reason: String| Error::InvalidInput(format!("timer row {id}: {reason}"));
+                Ok(ClaimedTimer {
+                    id,
+                    workflow_id: WorkflowId::new(workflow_id)
+                        .map_err(|e| corrupt(e.to_string()))?,
+                    seq: u64::try_from(seq)
+                        .ok()
+                        .and_then(|s| Seq::new(s).ok())
+                        .ok_or_else(|| corrupt(format!("bad seq {seq}")))?,
+                    kind: TimerKind::parse(&kind)
+                        .ok_or_else(|| corrupt(format!("bad kind {kind}")))?,
+                    due_at,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        claimed.sort_by_key(|timer| (timer.due_at, timer.id));
+        Ok(claimed)
+    }
+
+    /// Marks timers fired. Only rows still claimed by `claimer` are changed; returns how many.
+    pub async fn mark_timers_fired(&self, claimer: &str, ids: &[i64]) -> Result<u64> {
+        let done = sqlx::query(
+            "UPDATE timers SET fired_at = now(), claim_expires_at = NULL
+              WHERE id = ANY($1) AND claimed_by = $2 AND fired_at IS NULL",
+        )
+        .bind(ids)
+        .bind(claimer)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// The earliest due time of an unfired timer, so a timer service can sleep until then.
+    pub async fn next_timer_due(&self) -> Result<Option<DateTime<Utc>>> {
+        let due: Option<DateTime<Utc>> =
+            sqlx::query_scalar("SELECT min(due_at) FROM timers WHERE fired_at IS NULL")
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(due)
+    }
+}

@@ -1,0 +1,268 @@
+//! Appending, reading, listing and the ledger, one workflow at a time.
+
+use hcpflow_engine::{ChainHash, Seq, WorkflowId, WorkflowStatus};
+use hcpflow_eventstore::{
+    AppendBatch, Error, LedgerAction, LedgerEntry, NewWorkflow, WorkflowFilter,
+};
+
+use crate::support::{event, new_workflow, store, unique_id, workflow_with_events};
+
+#[tokio::test]
+async fn create_then_append_chains_from_genesis() {
+    let Some((_, store)) = store("create_then_append_chains_from_genesis").await else {
+        return;
+    };
+    let id = unique_id("chain");
+    let first = store
+        .create_workflow(
+            &new_workflow("test"),
+            AppendBatch::new(id.clone(), Seq::FIRST, vec![event(1)]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(first.events[0].prev_hash, ChainHash::GENESIS);
+    assert_eq!(first.next_seq, Seq::new(2).unwrap());
+
+    let second = store
+        .append(
+            AppendBatch::new(id.clone(), first.next_seq, vec![event(2), event(3)])
+                .with_status(WorkflowStatus::Completed),
+        )
+        .await
+        .unwrap();
+    assert_eq!(second.events[0].prev_hash, first.head_hash);
+    assert_eq!(second.next_seq.get(), 4);
+
+    let summary = store.get_workflow(&id).await.unwrap();
+    assert_eq!(summary.status, WorkflowStatus::Completed);
+    assert_eq!(summary.next_seq.get(), 4);
+    assert_eq!(summary.head_hash, second.head_hash);
+
+    let verified = store.verify_history(&id).await.unwrap();
+    assert_eq!(verified.events, 3);
+    assert_eq!(verified.head_hash, second.head_hash);
+    let history = store.read_full_history(&id).await.unwrap();
+    assert_eq!(history[2].data().unwrap()["n"], 3);
+}
+
+#[tokio::test]
+async fn stale_duplicate_and_unknown_appends_are_typed_errors() {
+    let Some((_, store)) = store("stale_duplicate_and_unknown_appends_are_typed_errors").await
+    else {
+        return;
+    };
+    let id = workflow_with_events(&store, "errors", 3).await;
+
+    let stale = store
+        .append(AppendBatch::new(
+            id.clone(),
+            Seq::new(2).unwrap(),
+            vec![event(9)],
+        ))
+        .await;
+    assert!(
+        matches!(
+            stale,
+            Err(Error::Conflict {
+                actual: Some(4),
+                ..
+            })
+        ),
+        "{stale:?}"
+    );
+    assert!(stale.unwrap_err().is_retryable());
+
+    let again = store
+        .create_workflow(
+            &new_workflow("test"),
+            AppendBatch::new(id.clone(), Seq::FIRST, vec![event(1)]),
+        )
+        .await;
+    assert!(
+        matches!(
+            again,
+            Err(Error::Conflict {
+                actual: Some(4),
+                ..
+            })
+        ),
+        "{again:?}"
+    );
+
+    let missing = unique_id("missing");
+    let unknown = store
+        .append(AppendBatch::new(
+            missing.clone(),
+            Seq::FIRST,
+            vec![event(1)],
+        ))
+        .await;
+    assert!(
+        matches!(unknown, Err(Error::NotFound(ref m)) if *m == missing),
+        "{unknown:?}"
+    );
+
+    let empty = store
+        .append(AppendBatch::new(id.clone(), Seq::new(4).unwrap(), vec![]))
+        .await;
+    assert!(matches!(empty, Err(Error::InvalidInput(_))), "{empty:?}");
+
+    // Nothing of the failed appends was written.
+    assert_eq!(store.verify_history(&id).await.unwrap().events, 3);
+}
+
+#[tokio::test]
+async fn history_pages_end_with_no_next() {
+    let Some((_, store)) = store("history_pages_end_with_no_next").await else {
+        return;
+    };
+    let id = workflow_with_events(&store, "paging", 25).await;
+    let mut sizes = Vec::new();
+    let mut from = Some(Seq::FIRST);
+    let mut seen = Vec::new();
+    while let Some(start) = from {
+        let page = store.read_history(&id, start, 10).await.unwrap();
+        sizes.push(page.events.len());
+        seen.extend(page.events.iter().map(|e| e.seq.get()));
+        from = page.next_from;
+    }
+    assert_eq!(sizes, vec![10, 10, 5]);
+    assert_eq!(seen, (1..=25).collect::<Vec<_>>());
+    let tail = store
+        .read_history(&id, Seq::new(21).unwrap(), 10)
+        .await
+        .unwrap();
+    assert_eq!(tail.events.len(), 5);
+    assert_eq!(tail.next_from, None);
+}
+
+#[tokio::test]
+async fn listing_filters_and_pages_newest_first() {
+    let Some((_, store)) = store("listing_filters_and_pages_newest_first").await else {
+        return;
+    };
+    let workflow_type = unique_id("type").to_string();
+    let key = unique_id("cluster").to_string();
+    let mut ids: Vec<WorkflowId> = Vec::new();
+    for (n, status) in [
+        WorkflowStatus::Running,
+        WorkflowStatus::Pending,
+        WorkflowStatus::Running,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = unique_id("listed");
+        let workflow = NewWorkflow {
+            workflow_type: workflow_type.clone(),
+            status,
+            concurrency_key: (n > 0).then(|| key.clone()),
+            parent_id: None,
+        };
+        store
+            .create_workflow(
+                &workflow,
+                AppendBatch::new(id.clone(), Seq::FIRST, vec![event(1)]),
+            )
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    let by_type = WorkflowFilter {
+        workflow_type: Some(workflow_type.clone()),
+        ..Default::default()
+    };
+    let first = store.list_workflows(&by_type, 2, None).await.unwrap();
+    assert_eq!(first.workflows.len(), 2);
+    let cursor = first.cursor.clone().expect("a second page");
+    let second = store
+        .list_workflows(&by_type, 2, Some(&cursor))
+        .await
+        .unwrap();
+    assert_eq!(second.workflows.len(), 1);
+    assert_eq!(second.cursor, None);
+    let listed: Vec<WorkflowId> = first
+        .workflows
+        .iter()
+        .chain(&second.workflows)
+        .map(|w| w.workflow_id.clone())
+        .collect();
+    let mut newest_first = ids.clone();
+    newest_first.reverse();
+    assert_eq!(listed, newest_first);
+
+    let running = WorkflowFilter {
+        status: Some(WorkflowStatus::Running),
+        ..by_type.clone()
+    };
+    assert_eq!(
+        store
+            .list_workflows(&running, 10, None)
+            .await
+            .unwrap()
+            .workflows
+            .len(),
+        2
+    );
+    let keyed = WorkflowFilter {
+        concurrency_key: Some(key),
+        ..by_type
+    };
+    assert_eq!(
+        store
+            .list_workflows(&keyed, 10, None)
+            .await
+            .unwrap()
+            .workflows
+            .len(),
+        2
+    );
+
+    let bad = store
+        .list_workflows(&WorkflowFilter::default(), 10, Some("not-a-cursor"))
+        .await;
+    assert!(matches!(bad, Err(Error::InvalidInput(_))), "{bad:?}");
+}
+
+#[tokio::test]
+async fn ledger_rows_are_written_with_the_append() {
+    let Some((_, store)) = store("ledger_rows_are_written_with_the_append").await else {
+        return;
+    };
+    let id = workflow_with_events(&store, "ledger", 1).await;
+    let cluster = unique_id("cl").to_string();
+    let entry = |action, resource: &str| LedgerEntry {
+        seq: Seq::new(2).unwrap(),
+        attempt: 1,
+        action,
+        provider: "aws".into(),
+        kind: "ec2:vpc".into(),
+        resource_id: resource.into(),
+        region: Some("us-east-1".into()),
+        cluster: Some(cluster.clone()),
+    };
+    store
+        .append(
+            AppendBatch::new(id.clone(), Seq::new(2).unwrap(), vec![event(2)]).with_ledger(vec![
+                entry(LedgerAction::Created, "vpc-1"),
+                entry(LedgerAction::Deleted, "vpc-1"),
+            ]),
+        )
+        .await
+        .unwrap();
+    let rows = store.ledger_for_workflow(&id).await.unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].entry, entry(LedgerAction::Created, "vpc-1"));
+    assert_eq!(rows[1].entry.action, LedgerAction::Deleted);
+    assert_eq!(store.ledger_for_cluster(&cluster).await.unwrap().len(), 2);
+
+    // A conflicting append writes no ledger row.
+    let lost = store
+        .append(
+            AppendBatch::new(id.clone(), Seq::new(2).unwrap(), vec![event(2)])
+                .with_ledger(vec![entry(LedgerAction::Created, "vpc-2")]),
+        )
+        .await;
+    assert!(matches!(lost, Err(Error::Conflict { .. })));
+    assert_eq!(store.ledger_for_workflow(&id).await.unwrap().len(), 2);
+}

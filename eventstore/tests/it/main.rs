@@ -1,0 +1,15 @@
+//! Event store tests against the dev stack's real Postgres (`make test` starts it).
+//!
+//! Tests share one database: each uses its own workflow ids, never a global reset, so
+//! they run in parallel.
+
+// Helpers outside #[test] functions unwrap too: a failed step is a failed test.
+#![allow(clippy::unwrap_used)]
+
+mod append_only;
+mod appends;
+mod claims;
+mod concurrency;
+mod large_history;
+mod support;
+mod tamper;
