@@ -23,7 +23,7 @@ dev-status:
 # Runs every test, those that need the stack included (HCPFLOW_REQUIRE_STACK turns a
 # missing stack into a failure). A stack this target started is stopped afterwards.
 test:
-	@$(STACK) run env HCPFLOW_REQUIRE_STACK=1 cargo test --workspace --locked
+	@$(STACK) run env HCPFLOW_REQUIRE_STACK=1 deploy/dev/run-tests.sh
 
 lint:
 	cargo fmt --all -- --check

