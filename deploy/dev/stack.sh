@@ -137,6 +137,14 @@ stop_one() {
   rm -f "$file"
 }
 
+# Refuses to start a server on a port another process already listens on: a foreign
+# server there would answer our readiness checks.
+require_free_port() {
+  if (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null; then
+    die "port $2 for $1 is already in use by another process; choose another with $3"
+  fi
+}
+
 wait_for() {
   local what=$1; shift
   for _ in $(seq 1 150); do
@@ -197,6 +205,7 @@ url_password() { secret "$1" | tr '+/' '-_' | tr -d '='; }
 
 start_postgres() {
   if running postgres "postgres"; then log "postgres already running on 127.0.0.1:$pg_port"; return; fi
+  require_free_port postgres "$pg_port" HCPFLOW_DEV_PG_PORT
   ensure_postgres
   if is_root && ! id postgres >/dev/null 2>&1; then
     useradd --system --home-dir /var/lib/postgresql --shell /usr/sbin/nologin postgres
@@ -254,6 +263,8 @@ SQL
 
 start_nats() {
   if running nats "nats-server"; then log "nats already running on 127.0.0.1:$nats_port"; return; fi
+  require_free_port nats "$nats_port" HCPFLOW_DEV_NATS_PORT
+  require_free_port "nats monitoring" "$nats_monitor_port" HCPFLOW_DEV_NATS_MONITOR_PORT
   ensure_venv
   mkdir -p "$dev/nats"
   cat > "$dev/nats.conf" <<CONF
@@ -277,6 +288,7 @@ CONF
 
 start_moto() {
   if running moto "moto_server"; then log "moto already running on 127.0.0.1:$moto_port"; return; fi
+  require_free_port moto "$moto_port" HCPFLOW_DEV_MOTO_PORT
   ensure_venv
   log "starting moto on 127.0.0.1:$moto_port"
   setsid "$venv/bin/python" "$venv/bin/moto_server" -H 127.0.0.1 -p "$moto_port" \
