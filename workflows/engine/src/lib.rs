@@ -1,22 +1,52 @@
 //! The pure durable-execution core of hcpflow.
 //!
-//! This crate never performs I/O: no database, network, filesystem, clock or randomness.
-//! Everything that must be identical in a live run and in a replay lives here.
+//! Workflow code is plain async Rust, replayed deterministically from its history. This
+//! crate never performs I/O: no database, network, filesystem or wall clock; randomness
+//! only through [`Entropy`], recorded. Everything that must be identical in a live run
+//! and in a replay lives here.
 //!
 //! Where to start reading:
-//! - [`ids`]: the newtypes every other crate uses to name workflows and history positions;
-//! - [`status`]: the workflow lifecycle of DESIGN.md §2;
-//! - [`canonical`]: the byte form that is hashed and stored for every event;
-//! - [`chain`]: the SHA-256 hash chain that makes a history tamper-evident.
-//!
-//! The replay executor, `WorkflowContext` and the event enum arrive with the
-//! "durable execution core" issue; they build on these pieces.
+//! - [`WorkflowContext`] (`context.rs`): what workflow code can do;
+//! - [`run_workflow_task`] (`executor.rs`): history in, new commands out;
+//! - [`event`]: the versioned event kinds, one struct each;
+//! - `saga.rs`: compensations on failure and cancel;
+//! - [`history`]: questions workers ask of a history (pending work, duplicates,
+//!   compensations for destroy);
+//! - [`canonical`] and [`chain`]: the bytes that are hashed, and the hash chain;
+//! - [`sealed`]: secrets as AEAD ciphertext;
+//! - `testing` (feature `test-util`): an in-process driver with fake activities.
 
 pub mod canonical;
 pub mod chain;
+mod context;
+pub mod entropy;
+mod error;
+pub mod event;
+mod executor;
+pub mod history;
+pub mod idempotency;
 pub mod ids;
+mod registry;
+mod retry;
+mod saga;
+pub mod sealed;
+mod state;
 pub mod status;
+mod time;
+
+#[cfg(any(test, feature = "test-util"))]
+pub mod testing;
 
 pub use chain::ChainHash;
+pub use context::{Activity, ActivityCall, Cancelled, ChildCall, JoinAll, SignalWait, Sleep, WorkflowContext};
+pub use entropy::{Entropy, OsEntropy, SeededEntropy};
+pub use error::{ActivityFailure, ErrorClass, ExecError, WorkflowError};
+pub use event::{Event, EventError, HistoryEvent};
+pub use executor::{run_workflow_task, TaskOutcome};
+pub use idempotency::IdempotencyKey;
 pub use ids::{IdError, Seq, WorkflowId};
+pub use registry::{DuplicateWorkflowType, WorkflowRegistry};
+pub use retry::{ActivityOptions, RetryDecision, RetryPolicy};
+pub use sealed::{Keyring, SealError, Sealed};
 pub use status::WorkflowStatus;
+pub use time::Timestamp;

@@ -1,0 +1,254 @@
+//! Questions asked of a history by the workers, the sweeper, destroy and audit — pure
+//! functions, so every component answers them the same way.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use crate::event::{Event, HistoryEvent};
+use crate::idempotency::IdempotencyKey;
+use crate::ids::{Seq, WorkflowId};
+use crate::retry::ActivityOptions;
+use crate::status::WorkflowStatus;
+use crate::time::Timestamp;
+
+/// One activity execution to run, as a worker receives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActivityTask {
+    pub workflow_id: WorkflowId,
+    pub scheduled_seq: Seq,
+    pub activity_type: String,
+    pub input: Value,
+    pub options: ActivityOptions,
+    /// 1 for the first try.
+    pub attempt: u32,
+    pub idempotency_key: IdempotencyKey,
+    /// Not before this instant (a retry's backoff); `None` means now.
+    pub not_before: Option<Timestamp>,
+}
+
+/// A timer that has not fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingTimer {
+    pub started_seq: Seq,
+    pub fire_at: Timestamp,
+}
+
+/// A child the parent started that has not reported back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingChild {
+    pub started_seq: Seq,
+    pub child_id: WorkflowId,
+    pub workflow_type: String,
+    pub input: Value,
+}
+
+/// Everything a history says still has to happen. Postgres is the truth: a sweeper
+/// that finds work here with no task in flight re-enqueues it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PendingWork {
+    /// Inputs arrived that the workflow has not reacted to.
+    pub workflow_task: bool,
+    pub activities: Vec<ActivityTask>,
+    pub timers: Vec<PendingTimer>,
+    pub children: Vec<PendingChild>,
+}
+
+impl PendingWork {
+    pub fn is_empty(&self) -> bool {
+        !self.workflow_task && self.activities.is_empty() && self.timers.is_empty() && self.children.is_empty()
+    }
+}
+
+/// What happened to one registered compensation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompensationState {
+    /// Never run: what a destroy workflow has to run.
+    NotRun,
+    /// Ran and succeeded.
+    Undone,
+    /// Ran and failed after its retries.
+    Failed(String),
+    /// Running now.
+    Running,
+}
+
+/// A compensation registered in a history, and its fate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompensationRecord {
+    pub registered_seq: Seq,
+    pub activity_type: String,
+    pub input: Value,
+    pub options: ActivityOptions,
+    pub state: CompensationState,
+}
+
+/// The status a history implies (never `pending` or `blocked`: those live in the index).
+pub fn status(history: &[HistoryEvent]) -> WorkflowStatus {
+    let mut status = WorkflowStatus::Running;
+    for event in history {
+        status = match &event.event {
+            Event::RollbackStarted(_) => WorkflowStatus::Compensating,
+            Event::WorkflowCompleted(_) => return WorkflowStatus::Completed,
+            Event::WorkflowCompensated(_) => return WorkflowStatus::Compensated,
+            Event::WorkflowCancelled(_) => return WorkflowStatus::Cancelled,
+            Event::WorkflowFailed(_) => return WorkflowStatus::Failed,
+            _ => status,
+        };
+    }
+    status
+}
+
+/// The final outcome of each activity: completed, or failed with no retry to follow.
+fn final_outcomes(history: &[HistoryEvent]) -> BTreeSet<Seq> {
+    history
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ActivityCompleted(done) => Some(done.scheduled_seq),
+            Event::ActivityFailed(failed) if failed.retry_at.is_none() => Some(failed.scheduled_seq),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether an outcome of `attempt` for the activity at `scheduled_seq` should be
+/// recorded. A second completion (a redelivered task, a worker that came back) is not:
+/// at-least-once execution, exactly-once recording.
+pub fn accepts_activity_outcome(history: &[HistoryEvent], scheduled_seq: Seq, attempt: u32) -> bool {
+    let scheduled = history
+        .iter()
+        .any(|e| e.seq == scheduled_seq && matches!(e.event, Event::ActivityScheduled(_)));
+    if !scheduled || final_outcomes(history).contains(&scheduled_seq) {
+        return false;
+    }
+    let failed_attempts = history
+        .iter()
+        .filter(|e| matches!(&e.event, Event::ActivityFailed(f) if f.scheduled_seq == scheduled_seq))
+        .count() as u32;
+    attempt == failed_attempts + 1
+}
+
+/// The attempt number the next execution of `scheduled_seq` has.
+pub fn next_attempt(history: &[HistoryEvent], scheduled_seq: Seq) -> u32 {
+    1 + history
+        .iter()
+        .filter(|e| matches!(&e.event, Event::ActivityFailed(f) if f.scheduled_seq == scheduled_seq))
+        .count() as u32
+}
+
+/// What is still to do for this history.
+pub fn pending_work(workflow_id: &WorkflowId, history: &[HistoryEvent]) -> PendingWork {
+    let mut work = PendingWork::default();
+    if history.iter().any(|e| e.event.is_terminal()) {
+        return work;
+    }
+    let last_command = history.iter().rev().find(|e| e.event.is_command()).map(|e| e.seq);
+    work.workflow_task = history.iter().any(|e| {
+        Some(e.seq) > last_command
+            && match &e.event {
+                Event::ResourceCreated(_) | Event::ResourceDeleted(_) => false,
+                Event::ActivityFailed(failed) => failed.retry_at.is_none(),
+                other => !other.is_command(),
+            }
+    });
+
+    let finished = final_outcomes(history);
+    let mut retry_at: BTreeMap<Seq, Option<Timestamp>> = BTreeMap::new();
+    let mut fired = BTreeSet::new();
+    let mut reported_children = BTreeSet::new();
+    let mut cancelled = BTreeSet::new();
+    for event in history {
+        match &event.event {
+            Event::ActivityFailed(failed) => {
+                retry_at.insert(failed.scheduled_seq, failed.retry_at);
+            }
+            Event::ActivityCancelRequested(cancel) => {
+                cancelled.insert(cancel.scheduled_seq);
+            }
+            Event::TimerFired(timer) => {
+                fired.insert(timer.started_seq);
+            }
+            Event::TimerCancelled(timer) => {
+                fired.insert(timer.started_seq);
+            }
+            Event::ChildCompleted(child) => {
+                reported_children.insert(child.started_seq);
+            }
+            _ => {}
+        }
+    }
+    for event in history {
+        match &event.event {
+            Event::ActivityScheduled(scheduled) if !finished.contains(&event.seq) && !cancelled.contains(&event.seq) => {
+                work.activities.push(ActivityTask {
+                    workflow_id: workflow_id.clone(),
+                    scheduled_seq: event.seq,
+                    activity_type: scheduled.activity_type.clone(),
+                    input: scheduled.input.clone(),
+                    options: scheduled.options.clone(),
+                    attempt: next_attempt(history, event.seq),
+                    idempotency_key: IdempotencyKey::for_activity(workflow_id, event.seq),
+                    not_before: retry_at.get(&event.seq).copied().flatten(),
+                });
+            }
+            Event::TimerStarted(timer) if !fired.contains(&event.seq) => work.timers.push(PendingTimer {
+                started_seq: event.seq,
+                fire_at: timer.fire_at,
+            }),
+            Event::ChildStarted(child) if !reported_children.contains(&event.seq) => work.children.push(PendingChild {
+                started_seq: event.seq,
+                child_id: child.child_id.clone(),
+                workflow_type: child.workflow_type.clone(),
+                input: child.input.clone(),
+            }),
+            _ => {}
+        }
+    }
+    work
+}
+
+/// Every compensation the history registered, in registration order, with what became
+/// of it. A destroy workflow runs the `NotRun` and `Failed` ones, newest first.
+pub fn registered_compensations(history: &[HistoryEvent]) -> Vec<CompensationRecord> {
+    let mut runs: BTreeMap<Seq, Seq> = BTreeMap::new();
+    for event in history {
+        if let Event::ActivityScheduled(scheduled) = &event.event {
+            if let Some(registered) = scheduled.compensation_of {
+                runs.insert(registered, event.seq);
+            }
+        }
+    }
+    let mut outcomes: BTreeMap<Seq, CompensationState> = BTreeMap::new();
+    for event in history {
+        match &event.event {
+            Event::ActivityCompleted(done) => {
+                outcomes.entry(done.scheduled_seq).or_insert(CompensationState::Undone);
+            }
+            Event::ActivityFailed(failed) if failed.retry_at.is_none() => {
+                outcomes
+                    .entry(failed.scheduled_seq)
+                    .or_insert_with(|| CompensationState::Failed(failed.failure.to_string()));
+            }
+            _ => {}
+        }
+    }
+    history
+        .iter()
+        .filter_map(|event| match &event.event {
+            Event::CompensationRegistered(registered) => {
+                let state = match runs.get(&event.seq) {
+                    None => CompensationState::NotRun,
+                    Some(run) => outcomes.get(run).cloned().unwrap_or(CompensationState::Running),
+                };
+                Some(CompensationRecord {
+                    registered_seq: event.seq,
+                    activity_type: registered.activity_type.clone(),
+                    input: registered.input.clone(),
+                    options: registered.options.clone(),
+                    state,
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
