@@ -25,9 +25,16 @@ dev-status:
 test:
 	@$(STACK) run env HCPFLOW_REQUIRE_STACK=1 deploy/dev/run-tests.sh
 
+# The engine and the workflows must stay pure: no I/O crate in their dependency graph.
+IO_CRATES := sqlx|async-nats|aws-sdk|aws-config|kube|hyper|reqwest|tokio
+
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
+	@for crate in hcpflow-engine hcpflow-hypershift; do \
+	  found=$$(cargo tree --locked -p $$crate -e normal --prefix none | grep -E '^($(IO_CRATES))[ -]' | sort -u); \
+	  if [ -n "$$found" ]; then echo "$$crate must not depend on I/O crates: $$found"; exit 1; fi; \
+	done; echo "engine and workflows are free of I/O crates"
 
 fmt:
 	cargo fmt --all

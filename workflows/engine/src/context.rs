@@ -22,7 +22,9 @@ pub use join::JoinAll;
 pub use signal::{Cancelled, SignalWait};
 pub use timer::Sleep;
 
-use crate::event::{digest, CompensationRegistered, PatchMarked, SideEffectKind, SideEffectRecorded};
+use crate::event::{
+    digest, CompensationRegistered, PatchMarked, SideEffectKind, SideEffectRecorded,
+};
 use crate::ids::WorkflowId;
 use crate::retry::ActivityOptions;
 use crate::state::{Registered, Shared};
@@ -57,12 +59,22 @@ impl WorkflowContext {
     /// Schedules a typed activity; `.await` it for its output.
     pub fn activity<A: Activity>(&self, request: A) -> ActivityCall<A::Output> {
         let options = request.options();
-        ActivityCall::new(self.clone(), A::TYPE.to_owned(), to_value(&request), options)
+        ActivityCall::new(
+            self.clone(),
+            A::TYPE.to_owned(),
+            to_value(&request),
+            options,
+        )
     }
 
     /// Schedules an activity by type name with a JSON input and default options.
     pub fn activity_raw(&self, activity_type: &str, input: Value) -> ActivityCall<Value> {
-        ActivityCall::new(self.clone(), activity_type.to_owned(), input, ActivityOptions::default())
+        ActivityCall::new(
+            self.clone(),
+            activity_type.to_owned(),
+            input,
+            ActivityOptions::default(),
+        )
     }
 
     /// A durable timer.
@@ -83,7 +95,10 @@ impl WorkflowContext {
     /// Runs futures concurrently and returns their outputs in order. Unlike
     /// `futures::join_all`, it polls every unfinished future in index order on every
     /// poll, at any width, so commands get the same seqs in every run.
-    pub fn join_all<F: std::future::Future>(&self, futures: impl IntoIterator<Item = F>) -> JoinAll<F> {
+    pub fn join_all<F: std::future::Future>(
+        &self,
+        futures: impl IntoIterator<Item = F>,
+    ) -> JoinAll<F> {
         JoinAll::new(futures)
     }
 
@@ -122,7 +137,13 @@ impl WorkflowContext {
         let mut bytes = [0u8; 16];
         state.entropy.fill(&mut bytes);
         let fresh = make(&bytes);
-        let emitted = state.emit(SideEffectRecorded { kind, value: fresh.clone() }.into());
+        let emitted = state.emit(
+            SideEffectRecorded {
+                kind,
+                value: fresh.clone(),
+            }
+            .into(),
+        );
         match emitted.recorded {
             Some(crate::event::Event::SideEffectRecorded(recorded)) => recorded.value,
             _ => fresh,
@@ -181,7 +202,12 @@ impl WorkflowContext {
             Some(crate::event::Event::PatchMarked(p)) if p.patch_id == patch_id
         );
         let value = if marked || (state.live && state.recorded_run.is_empty()) {
-            state.emit(PatchMarked { patch_id: patch_id.to_owned() }.into());
+            state.emit(
+                PatchMarked {
+                    patch_id: patch_id.to_owned(),
+                }
+                .into(),
+            );
             true
         } else {
             false

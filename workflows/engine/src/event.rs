@@ -31,8 +31,8 @@ pub use side_effect::{SideEffectKind, SideEffectRecorded};
 pub use signal::SignalReceived;
 pub use timer::{TimerCancelled, TimerFired, TimerStarted};
 pub use workflow::{
-    CancelRequested, LeftBehind, ParentRef, RollbackStarted, WorkflowCancelled, WorkflowCompensated,
-    WorkflowCompleted, WorkflowFailed, WorkflowStarted,
+    CancelRequested, LeftBehind, ParentRef, RollbackStarted, WorkflowCancelled,
+    WorkflowCompensated, WorkflowCompleted, WorkflowFailed, WorkflowStarted,
 };
 
 use crate::canonical;
@@ -161,7 +161,9 @@ impl Event {
         };
         let version = map
             .remove("v")
-            .ok_or_else(|| EventError::MissingVersion { kind: kind.to_owned() })?
+            .ok_or_else(|| EventError::MissingVersion {
+                kind: kind.to_owned(),
+            })?
             .as_u64()
             .ok_or_else(|| EventError::Invalid {
                 kind: kind.to_owned(),
@@ -192,9 +194,13 @@ impl Event {
     pub fn same_command(&self, new: &Event) -> bool {
         match (self, new) {
             (Event::ActivityScheduled(a), Event::ActivityScheduled(b)) => {
-                a.activity_type == b.activity_type && a.input_digest == b.input_digest && a.compensation_of == b.compensation_of
+                a.activity_type == b.activity_type
+                    && a.input_digest == b.input_digest
+                    && a.compensation_of == b.compensation_of
             }
-            (Event::ActivityCancelRequested(a), Event::ActivityCancelRequested(b)) => a.scheduled_seq == b.scheduled_seq,
+            (Event::ActivityCancelRequested(a), Event::ActivityCancelRequested(b)) => {
+                a.scheduled_seq == b.scheduled_seq
+            }
             (Event::TimerCancelled(a), Event::TimerCancelled(b)) => a.started_seq == b.started_seq,
             (Event::SideEffectRecorded(a), Event::SideEffectRecorded(b)) => a.kind == b.kind,
             (Event::ChildStarted(a), Event::ChildStarted(b)) => {
@@ -213,17 +219,31 @@ impl Event {
         match self {
             Event::ActivityScheduled(a) => format!(
                 "{}activity {} (input sha256 {})",
-                if a.compensation_of.is_some() { "compensation " } else { "" },
+                if a.compensation_of.is_some() {
+                    "compensation "
+                } else {
+                    ""
+                },
                 a.activity_type,
                 short(&a.input_digest)
             ),
-            Event::ActivityCancelRequested(c) => format!("cancel of activity seq {}", c.scheduled_seq),
+            Event::ActivityCancelRequested(c) => {
+                format!("cancel of activity seq {}", c.scheduled_seq)
+            }
             Event::TimerStarted(t) => format!("timer of {} ms", t.duration_ms),
             Event::TimerCancelled(t) => format!("cancel of timer seq {}", t.started_seq),
             Event::SideEffectRecorded(s) => format!("side effect {:?}", s.kind),
-            Event::ChildStarted(c) => format!("child workflow {} (input sha256 {})", c.workflow_type, short(&c.input_digest)),
+            Event::ChildStarted(c) => format!(
+                "child workflow {} (input sha256 {})",
+                c.workflow_type,
+                short(&c.input_digest)
+            ),
             Event::CompensationRegistered(c) => {
-                format!("compensation {} (input sha256 {})", c.activity_type, short(&c.input_digest))
+                format!(
+                    "compensation {} (input sha256 {})",
+                    c.activity_type,
+                    short(&c.input_digest)
+                )
             }
             Event::PatchMarked(p) => format!("patch marker {:?}", p.patch_id),
             other => other.kind().to_owned(),
@@ -256,7 +276,10 @@ mod tests {
 
     #[test]
     fn record_round_trip_carries_the_version() {
-        let event = Event::from(TimerStarted { duration_ms: 5, fire_at: Timestamp::from_millis(9) });
+        let event = Event::from(TimerStarted {
+            duration_ms: 5,
+            fire_at: Timestamp::from_millis(9),
+        });
         let (kind, data) = event.to_record();
         assert_eq!(kind, "TimerStarted");
         assert_eq!(data["v"], 1);

@@ -63,7 +63,11 @@ pub fn run_workflow_task(
 ) -> Result<TaskOutcome, ExecError> {
     let started = validate(history)?;
     let next_seq = Seq::FIRST.advance(history.len() as u64);
-    let state: Shared = Rc::new(RefCell::new(State::new(workflow_id.clone(), next_seq, entropy)));
+    let state: Shared = Rc::new(RefCell::new(State::new(
+        workflow_id.clone(),
+        next_seq,
+        entropy,
+    )));
     let ctx = WorkflowContext::new(state.clone());
     let body = registry
         .start(&started.workflow_type, ctx.clone(), started.input.clone())
@@ -98,7 +102,10 @@ fn validate(history: &[HistoryEvent]) -> Result<&crate::event::WorkflowStarted, 
         Some(Event::WorkflowStarted(started)) => Ok(started),
         Some(other) => Err(ExecError::CorruptHistory {
             seq: Seq::FIRST,
-            reason: format!("a history starts with WorkflowStarted, not {}", other.kind()),
+            reason: format!(
+                "a history starts with WorkflowStarted, not {}",
+                other.kind()
+            ),
         }),
         None => Err(ExecError::CorruptHistory {
             seq: Seq::FIRST,
@@ -111,8 +118,16 @@ fn activations(history: &[HistoryEvent]) -> Vec<Activation<'_>> {
     let mut result = Vec::new();
     let mut start = 0;
     while start < history.len() {
-        let inputs_end = start + history[start..].iter().take_while(|e| !e.event.is_command()).count();
-        let run_end = inputs_end + history[inputs_end..].iter().take_while(|e| e.event.is_command()).count();
+        let inputs_end = start
+            + history[start..]
+                .iter()
+                .take_while(|e| !e.event.is_command())
+                .count();
+        let run_end = inputs_end
+            + history[inputs_end..]
+                .iter()
+                .take_while(|e| e.event.is_command())
+                .count();
         result.push(Activation {
             inputs: &history[start..inputs_end],
             run: &history[inputs_end..run_end],
@@ -150,7 +165,10 @@ fn replay_activations(
             }
             state.recorded_run = activation.run.iter().cloned().collect();
             state.live = index + 1 == activations.len() && activation.run.is_empty();
-            state.next_recorded = activations.get(index + 1).and_then(|next| next.inputs.first()).cloned();
+            state.next_recorded = activations
+                .get(index + 1)
+                .and_then(|next| next.inputs.first())
+                .cloned();
         }
         finished = poll_until_quiet(root, state)?;
         let mut state = state.borrow_mut();
@@ -200,10 +218,8 @@ fn apply_input(state: &mut State, input: &HistoryEvent) {
                 .entry(child.started_seq)
                 .or_insert_with(|| child.outcome.clone());
         }
-        Event::CancelRequested(cancel) => {
-            if state.cancel.is_none() {
-                state.cancel = Some(cancel.reason.clone());
-            }
+        Event::CancelRequested(cancel) if state.cancel.is_none() => {
+            state.cancel = Some(cancel.reason.clone());
         }
         // Intermediate failures (a retry follows), the ledger and the start itself
         // change nothing the workflow can observe.
@@ -212,7 +228,10 @@ fn apply_input(state: &mut State, input: &HistoryEvent) {
 }
 
 /// Polls until a poll changes nothing. Returns whether the workflow ran to its end.
-fn poll_until_quiet(root: &mut Pin<Box<dyn Future<Output = ()>>>, state: &Shared) -> Result<bool, ExecError> {
+fn poll_until_quiet(
+    root: &mut Pin<Box<dyn Future<Output = ()>>>,
+    state: &Shared,
+) -> Result<bool, ExecError> {
     let mut cx = Context::from_waker(Waker::noop());
     for _ in 0..MAX_POLLS_PER_ACTIVATION {
         let before = state.borrow().progress;
@@ -237,7 +256,11 @@ fn poll_until_quiet(root: &mut Pin<Box<dyn Future<Output = ()>>>, state: &Shared
     Err(ExecError::Runaway(MAX_POLLS_PER_ACTIVATION))
 }
 
-fn status_after(history: &[HistoryEvent], new_commands: &[Event], in_rollback: bool) -> WorkflowStatus {
+fn status_after(
+    history: &[HistoryEvent],
+    new_commands: &[Event],
+    in_rollback: bool,
+) -> WorkflowStatus {
     let terminal = history
         .iter()
         .map(|e| &e.event)
@@ -250,5 +273,75 @@ fn status_after(history: &[HistoryEvent], new_commands: &[Event], in_rollback: b
         Some(_) => WorkflowStatus::Failed,
         None if in_rollback => WorkflowStatus::Compensating,
         None => WorkflowStatus::Running,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::entropy::SeededEntropy;
+    use crate::event::{ActivityCompleted, SignalReceived, WorkflowStarted};
+    use crate::testing::HistoryBuilder;
+
+    #[test]
+    fn activations_pair_inputs_with_the_commands_that_answered_them() {
+        let mut history = HistoryBuilder::start("t", json!(null));
+        let a = history.push(crate::event::TimerStarted {
+            duration_ms: 1,
+            fire_at: crate::time::Timestamp::EPOCH,
+        });
+        history.push(SignalReceived {
+            name: "x".into(),
+            payload: json!(1),
+        });
+        history.push(ActivityCompleted {
+            scheduled_seq: a,
+            attempt: 1,
+            result: json!(null),
+        });
+        let events = history.build();
+        let cut: Vec<(usize, usize)> = activations(&events)
+            .iter()
+            .map(|a| (a.inputs.len(), a.run.len()))
+            .collect();
+        assert_eq!(cut, vec![(1, 1), (2, 0)]);
+    }
+
+    #[test]
+    fn histories_no_workflow_could_write_are_refused() {
+        let registry = WorkflowRegistry::new();
+        let id = WorkflowId::new("w").unwrap();
+        let entropy = || Box::new(SeededEntropy::new(1));
+        assert!(matches!(
+            run_workflow_task(&registry, &id, &[], entropy()),
+            Err(ExecError::CorruptHistory { .. })
+        ));
+        let mut gap = HistoryBuilder::start("t", json!(null)).build();
+        gap[0].seq = Seq::new(2).unwrap();
+        assert!(matches!(
+            run_workflow_task(&registry, &id, &gap, entropy()),
+            Err(ExecError::CorruptHistory { .. })
+        ));
+        let mut not_started = HistoryBuilder::start("t", json!(null)).build();
+        not_started[0].event = SignalReceived {
+            name: "x".into(),
+            payload: json!(1),
+        }
+        .into();
+        assert!(matches!(
+            run_workflow_task(&registry, &id, &not_started, entropy()),
+            Err(ExecError::CorruptHistory { .. })
+        ));
+        let fine = HistoryBuilder::start("t", json!(null)).build();
+        assert!(matches!(
+            fine[0].event,
+            Event::WorkflowStarted(WorkflowStarted { .. })
+        ));
+        assert_eq!(
+            run_workflow_task(&registry, &id, &fine, entropy()),
+            Err(ExecError::UnknownWorkflowType("t".into()))
+        );
     }
 }

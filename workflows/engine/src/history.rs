@@ -56,7 +56,10 @@ pub struct PendingWork {
 
 impl PendingWork {
     pub fn is_empty(&self) -> bool {
-        !self.workflow_task && self.activities.is_empty() && self.timers.is_empty() && self.children.is_empty()
+        !self.workflow_task
+            && self.activities.is_empty()
+            && self.timers.is_empty()
+            && self.children.is_empty()
     }
 }
 
@@ -105,7 +108,9 @@ fn final_outcomes(history: &[HistoryEvent]) -> BTreeSet<Seq> {
         .iter()
         .filter_map(|e| match &e.event {
             Event::ActivityCompleted(done) => Some(done.scheduled_seq),
-            Event::ActivityFailed(failed) if failed.retry_at.is_none() => Some(failed.scheduled_seq),
+            Event::ActivityFailed(failed) if failed.retry_at.is_none() => {
+                Some(failed.scheduled_seq)
+            }
             _ => None,
         })
         .collect()
@@ -114,7 +119,11 @@ fn final_outcomes(history: &[HistoryEvent]) -> BTreeSet<Seq> {
 /// Whether an outcome of `attempt` for the activity at `scheduled_seq` should be
 /// recorded. A second completion (a redelivered task, a worker that came back) is not:
 /// at-least-once execution, exactly-once recording.
-pub fn accepts_activity_outcome(history: &[HistoryEvent], scheduled_seq: Seq, attempt: u32) -> bool {
+pub fn accepts_activity_outcome(
+    history: &[HistoryEvent],
+    scheduled_seq: Seq,
+    attempt: u32,
+) -> bool {
     let scheduled = history
         .iter()
         .any(|e| e.seq == scheduled_seq && matches!(e.event, Event::ActivityScheduled(_)));
@@ -123,7 +132,9 @@ pub fn accepts_activity_outcome(history: &[HistoryEvent], scheduled_seq: Seq, at
     }
     let failed_attempts = history
         .iter()
-        .filter(|e| matches!(&e.event, Event::ActivityFailed(f) if f.scheduled_seq == scheduled_seq))
+        .filter(
+            |e| matches!(&e.event, Event::ActivityFailed(f) if f.scheduled_seq == scheduled_seq),
+        )
         .count() as u32;
     attempt == failed_attempts + 1
 }
@@ -132,7 +143,9 @@ pub fn accepts_activity_outcome(history: &[HistoryEvent], scheduled_seq: Seq, at
 pub fn next_attempt(history: &[HistoryEvent], scheduled_seq: Seq) -> u32 {
     1 + history
         .iter()
-        .filter(|e| matches!(&e.event, Event::ActivityFailed(f) if f.scheduled_seq == scheduled_seq))
+        .filter(
+            |e| matches!(&e.event, Event::ActivityFailed(f) if f.scheduled_seq == scheduled_seq),
+        )
         .count() as u32
 }
 
@@ -142,7 +155,11 @@ pub fn pending_work(workflow_id: &WorkflowId, history: &[HistoryEvent]) -> Pendi
     if history.iter().any(|e| e.event.is_terminal()) {
         return work;
     }
-    let last_command = history.iter().rev().find(|e| e.event.is_command()).map(|e| e.seq);
+    let last_command = history
+        .iter()
+        .rev()
+        .find(|e| e.event.is_command())
+        .map(|e| e.seq);
     work.workflow_task = history.iter().any(|e| {
         Some(e.seq) > last_command
             && match &e.event {
@@ -179,7 +196,9 @@ pub fn pending_work(workflow_id: &WorkflowId, history: &[HistoryEvent]) -> Pendi
     }
     for event in history {
         match &event.event {
-            Event::ActivityScheduled(scheduled) if !finished.contains(&event.seq) && !cancelled.contains(&event.seq) => {
+            Event::ActivityScheduled(scheduled)
+                if !finished.contains(&event.seq) && !cancelled.contains(&event.seq) =>
+            {
                 work.activities.push(ActivityTask {
                     workflow_id: workflow_id.clone(),
                     scheduled_seq: event.seq,
@@ -191,16 +210,20 @@ pub fn pending_work(workflow_id: &WorkflowId, history: &[HistoryEvent]) -> Pendi
                     not_before: retry_at.get(&event.seq).copied().flatten(),
                 });
             }
-            Event::TimerStarted(timer) if !fired.contains(&event.seq) => work.timers.push(PendingTimer {
-                started_seq: event.seq,
-                fire_at: timer.fire_at,
-            }),
-            Event::ChildStarted(child) if !reported_children.contains(&event.seq) => work.children.push(PendingChild {
-                started_seq: event.seq,
-                child_id: child.child_id.clone(),
-                workflow_type: child.workflow_type.clone(),
-                input: child.input.clone(),
-            }),
+            Event::TimerStarted(timer) if !fired.contains(&event.seq) => {
+                work.timers.push(PendingTimer {
+                    started_seq: event.seq,
+                    fire_at: timer.fire_at,
+                })
+            }
+            Event::ChildStarted(child) if !reported_children.contains(&event.seq) => {
+                work.children.push(PendingChild {
+                    started_seq: event.seq,
+                    child_id: child.child_id.clone(),
+                    workflow_type: child.workflow_type.clone(),
+                    input: child.input.clone(),
+                })
+            }
             _ => {}
         }
     }
@@ -222,7 +245,9 @@ pub fn registered_compensations(history: &[HistoryEvent]) -> Vec<CompensationRec
     for event in history {
         match &event.event {
             Event::ActivityCompleted(done) => {
-                outcomes.entry(done.scheduled_seq).or_insert(CompensationState::Undone);
+                outcomes
+                    .entry(done.scheduled_seq)
+                    .or_insert(CompensationState::Undone);
             }
             Event::ActivityFailed(failed) if failed.retry_at.is_none() => {
                 outcomes
@@ -238,7 +263,10 @@ pub fn registered_compensations(history: &[HistoryEvent]) -> Vec<CompensationRec
             Event::CompensationRegistered(registered) => {
                 let state = match runs.get(&event.seq) {
                     None => CompensationState::NotRun,
-                    Some(run) => outcomes.get(run).cloned().unwrap_or(CompensationState::Running),
+                    Some(run) => outcomes
+                        .get(run)
+                        .cloned()
+                        .unwrap_or(CompensationState::Running),
                 };
                 Some(CompensationRecord {
                     registered_seq: event.seq,
@@ -251,4 +279,136 @@ pub fn registered_compensations(history: &[HistoryEvent]) -> Vec<CompensationRec
             _ => None,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::error::ActivityFailure;
+    use crate::event::{
+        ActivityCompleted, ActivityFailed, ActivityScheduled, CompensationRegistered, TimerStarted,
+    };
+    use crate::testing::HistoryBuilder;
+
+    fn scheduled(activity_type: &str, compensation_of: Option<Seq>) -> ActivityScheduled {
+        ActivityScheduled {
+            activity_type: activity_type.into(),
+            input: json!({}),
+            input_digest: crate::event::digest(&json!({})),
+            options: ActivityOptions::default(),
+            compensation_of,
+        }
+    }
+
+    #[test]
+    fn pending_work_lists_unfinished_activities_retries_and_timers() {
+        let id = WorkflowId::new("w").unwrap();
+        let mut history = HistoryBuilder::start("t", json!(null));
+        let a = history.push(scheduled("a", None));
+        let b = history.push(scheduled("b", None));
+        let timer = history.push(TimerStarted {
+            duration_ms: 5,
+            fire_at: Timestamp::from_millis(5),
+        });
+        history.push(ActivityFailed {
+            scheduled_seq: b,
+            attempt: 1,
+            failure: ActivityFailure::retryable("Throttling", "x"),
+            retry_at: Some(Timestamp::from_millis(9)),
+        });
+        let work = pending_work(&id, &history.build());
+        assert!(!work.workflow_task, "an intermediate failure wakes nobody");
+        assert_eq!(work.activities.len(), 2);
+        assert_eq!(
+            (
+                work.activities[0].scheduled_seq,
+                work.activities[0].attempt,
+                work.activities[0].not_before
+            ),
+            (a, 1, None)
+        );
+        assert_eq!(
+            (
+                work.activities[1].scheduled_seq,
+                work.activities[1].attempt,
+                work.activities[1].not_before
+            ),
+            (b, 2, Some(Timestamp::from_millis(9)))
+        );
+        assert_eq!(
+            work.timers,
+            vec![PendingTimer {
+                started_seq: timer,
+                fire_at: Timestamp::from_millis(5)
+            }]
+        );
+    }
+
+    #[test]
+    fn a_completion_needs_a_workflow_task_and_is_accepted_once() {
+        let id = WorkflowId::new("w").unwrap();
+        let mut history = HistoryBuilder::start("t", json!(null));
+        let a = history.push(scheduled("a", None));
+        assert!(accepts_activity_outcome(&history.clone().build(), a, 1));
+        assert!(
+            !accepts_activity_outcome(&history.clone().build(), a, 2),
+            "attempt 2 before attempt 1 failed"
+        );
+        history.push(ActivityCompleted {
+            scheduled_seq: a,
+            attempt: 1,
+            result: json!(1),
+        });
+        let events = history.build();
+        assert!(!accepts_activity_outcome(&events, a, 1));
+        assert!(
+            !accepts_activity_outcome(&events, Seq::new(99).unwrap(), 1),
+            "no such activity"
+        );
+        let work = pending_work(&id, &events);
+        assert!(work.workflow_task);
+        assert!(work.activities.is_empty());
+    }
+
+    #[test]
+    fn compensations_report_their_fate() {
+        let mut history = HistoryBuilder::start("t", json!(null));
+        let registered = |t: &str| CompensationRegistered {
+            activity_type: t.into(),
+            input: json!({}),
+            input_digest: crate::event::digest(&json!({})),
+            options: ActivityOptions::default(),
+        };
+        let first = history.push(registered("undo-1"));
+        let second = history.push(registered("undo-2"));
+        let third = history.push(registered("undo-3"));
+        let run_third = history.push(scheduled("undo-3", Some(third)));
+        let run_second = history.push(scheduled("undo-2", Some(second)));
+        history.push(ActivityCompleted {
+            scheduled_seq: run_third,
+            attempt: 1,
+            result: json!(null),
+        });
+        history.push(ActivityFailed {
+            scheduled_seq: run_second,
+            attempt: 1,
+            failure: ActivityFailure::permanent("Denied", "no"),
+            retry_at: None,
+        });
+        let records = registered_compensations(&history.build());
+        let states: Vec<(Seq, CompensationState)> = records
+            .into_iter()
+            .map(|r| (r.registered_seq, r.state))
+            .collect();
+        assert_eq!(
+            states,
+            vec![
+                (first, CompensationState::NotRun),
+                (second, CompensationState::Failed("Denied: no".into())),
+                (third, CompensationState::Undone),
+            ]
+        );
+    }
 }

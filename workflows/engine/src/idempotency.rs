@@ -48,7 +48,10 @@ mod tests {
         let seq = Seq::new(u64::MAX).unwrap();
         let key = IdempotencyKey::for_activity(&long, seq);
         assert!(key.as_str().len() <= IdempotencyKey::MAX_LEN, "{key}");
-        assert!(key.as_str().bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
+        assert!(key
+            .as_str()
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
         assert_eq!(key, IdempotencyKey::for_activity(&long, seq));
         let short = WorkflowId::new("w").unwrap();
         assert_ne!(

@@ -38,7 +38,9 @@ mod time;
 pub mod testing;
 
 pub use chain::ChainHash;
-pub use context::{Activity, ActivityCall, Cancelled, ChildCall, JoinAll, SignalWait, Sleep, WorkflowContext};
+pub use context::{
+    Activity, ActivityCall, Cancelled, ChildCall, JoinAll, SignalWait, Sleep, WorkflowContext,
+};
 pub use entropy::{Entropy, OsEntropy, SeededEntropy};
 pub use error::{ActivityFailure, ErrorClass, ExecError, WorkflowError};
 pub use event::{Event, EventError, HistoryEvent};

@@ -40,7 +40,11 @@ impl WorkflowRegistry {
 
     /// Registers `workflow` under `name`. Its input is decoded from JSON (a decoding
     /// error fails the workflow with `InvalidInput`) and its output encoded to JSON.
-    pub fn register<I, O, F, Fut>(&mut self, name: &str, workflow: F) -> Result<&mut Self, DuplicateWorkflowType>
+    pub fn register<I, O, F, Fut>(
+        &mut self,
+        name: &str,
+        workflow: F,
+    ) -> Result<&mut Self, DuplicateWorkflowType>
     where
         I: DeserializeOwned + 'static,
         O: Serialize + 'static,
@@ -54,9 +58,12 @@ impl WorkflowRegistry {
             let input = serde_json::from_value::<I>(raw_input);
             let run = input.map(|input| workflow(ctx, input));
             Box::pin(async move {
-                let output = run.map_err(|error| WorkflowError::InvalidInput(error.to_string()))?.await?;
-                serde_json::to_value(output)
-                    .map_err(|error| WorkflowError::failed(format!("workflow output does not encode: {error}")))
+                let output = run
+                    .map_err(|error| WorkflowError::InvalidInput(error.to_string()))?
+                    .await?;
+                serde_json::to_value(output).map_err(|error| {
+                    WorkflowError::failed(format!("workflow output does not encode: {error}"))
+                })
             })
         });
         self.types.insert(name.to_owned(), erased);
@@ -71,7 +78,33 @@ impl WorkflowRegistry {
         self.types.keys().map(String::as_str)
     }
 
-    pub(crate) fn start(&self, name: &str, ctx: WorkflowContext, input: Value) -> Option<WorkflowFuture> {
+    pub(crate) fn start(
+        &self,
+        name: &str,
+        ctx: WorkflowContext,
+        input: Value,
+    ) -> Option<WorkflowFuture> {
         self.types.get(name).map(|workflow| workflow(ctx, input))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn noop(_: WorkflowContext, _: Value) -> Result<(), WorkflowError> {
+        Ok(())
+    }
+
+    #[test]
+    fn a_type_name_is_registered_once() {
+        let mut registry = WorkflowRegistry::new();
+        registry.register("noop", noop).unwrap();
+        assert_eq!(
+            registry.register("noop", noop).err(),
+            Some(DuplicateWorkflowType("noop".into()))
+        );
+        assert!(registry.contains("noop"));
+        assert_eq!(registry.names().collect::<Vec<_>>(), vec!["noop"]);
     }
 }

@@ -54,7 +54,7 @@ impl RetryPolicy {
     /// The decision after attempt `attempt` (1-based) failed with `failure`.
     pub fn decide(&self, attempt: u32, failure: &ActivityFailure) -> RetryDecision {
         let exhausted = self.max_attempts != 0 && attempt >= self.max_attempts;
-        if !failure.retryable || exhausted || self.non_retryable.iter().any(|k| *k == failure.kind) {
+        if !failure.retryable || exhausted || self.non_retryable.contains(&failure.kind) {
             return RetryDecision::GiveUp;
         }
         RetryDecision::RetryAfter(self.delay_after(attempt))
@@ -63,7 +63,8 @@ impl RetryPolicy {
     /// The backoff after attempt `attempt` (1-based) failed.
     pub fn delay_after(&self, attempt: u32) -> Duration {
         let exponent = i32::try_from(attempt.saturating_sub(1)).unwrap_or(i32::MAX);
-        let coefficient = if self.backoff_coefficient.is_finite() && self.backoff_coefficient >= 1.0 {
+        let coefficient = if self.backoff_coefficient.is_finite() && self.backoff_coefficient >= 1.0
+        {
             self.backoff_coefficient
         } else {
             1.0
@@ -148,12 +149,18 @@ mod tests {
             ..RetryPolicy::default()
         };
         let throttled = ActivityFailure::retryable("Throttling", "slow down");
-        assert!(matches!(policy.decide(1, &throttled), RetryDecision::RetryAfter(_)));
+        assert!(matches!(
+            policy.decide(1, &throttled),
+            RetryDecision::RetryAfter(_)
+        ));
         assert_eq!(policy.decide(3, &throttled), RetryDecision::GiveUp);
         let listed = ActivityFailure::retryable("InvalidInput", "bad");
         assert_eq!(policy.decide(1, &listed), RetryDecision::GiveUp);
         let permanent = ActivityFailure::permanent("AccessDenied", "no");
         assert_eq!(policy.decide(1, &permanent), RetryDecision::GiveUp);
-        assert_eq!(RetryPolicy::no_retry().decide(1, &throttled), RetryDecision::GiveUp);
+        assert_eq!(
+            RetryPolicy::no_retry().decide(1, &throttled),
+            RetryDecision::GiveUp
+        );
     }
 }

@@ -15,7 +15,10 @@ use serde_json::Value;
 
 use crate::context::{ActivityCall, WorkflowContext};
 use crate::error::WorkflowError;
-use crate::event::{Event, LeftBehind, RollbackStarted, WorkflowCancelled, WorkflowCompensated, WorkflowCompleted, WorkflowFailed};
+use crate::event::{
+    Event, LeftBehind, RollbackStarted, WorkflowCancelled, WorkflowCompensated, WorkflowCompleted,
+    WorkflowFailed,
+};
 
 /// Runs the workflow body, then the saga, then records the terminal event.
 pub(crate) async fn run_to_end(ctx: WorkflowContext, body: crate::registry::WorkflowFuture) {
@@ -30,15 +33,27 @@ pub(crate) async fn run_to_end(ctx: WorkflowContext, body: crate::registry::Work
 async fn roll_back(ctx: &WorkflowContext, error: WorkflowError) -> Event {
     let (cancel, keep, registered) = {
         let state = ctx.state.borrow();
-        (state.cancel.clone(), state.keep_on_failure, state.compensations.clone())
+        (
+            state.cancel.clone(),
+            state.keep_on_failure,
+            state.compensations.clone(),
+        )
     };
-    let error = if cancel.is_some() { WorkflowError::Cancelled } else { error };
+    let error = if cancel.is_some() {
+        WorkflowError::Cancelled
+    } else {
+        error
+    };
     let newest_first: Vec<_> = registered.into_iter().rev().collect();
 
     if newest_first.is_empty() {
         return match cancel {
             Some(reason) => WorkflowCancelled { reason }.into(),
-            None => WorkflowFailed { error, left: Vec::new() }.into(),
+            None => WorkflowFailed {
+                error,
+                left: Vec::new(),
+            }
+            .into(),
         };
     }
     if keep && cancel.is_none() {
@@ -58,7 +73,13 @@ async fn roll_back(ctx: &WorkflowContext, error: WorkflowError) -> Event {
         let mut state = ctx.state.borrow_mut();
         state.in_rollback = true;
         let compensations = u32::try_from(newest_first.len()).unwrap_or(u32::MAX);
-        state.emit(RollbackStarted { cause: error.clone(), compensations }.into());
+        state.emit(
+            RollbackStarted {
+                cause: error.clone(),
+                compensations,
+            }
+            .into(),
+        );
     }
     let mut left = Vec::new();
     for compensation in newest_first {

@@ -56,11 +56,20 @@ impl<T> Sealed<T> {
 
     /// The wire form, e.g. to store outside JSON.
     pub fn to_wire(&self) -> String {
-        format!("{PREFIX}{}:{}", self.key_id, URL_SAFE_NO_PAD.encode(&self.bytes))
+        format!(
+            "{PREFIX}{}:{}",
+            self.key_id,
+            URL_SAFE_NO_PAD.encode(&self.bytes)
+        )
     }
 
     pub fn from_wire(text: &str) -> Result<Self, SealError> {
-        let malformed = || SealError::Malformed(format!("{} characters not of the form {PREFIX}<key id>:<data>", text.len()));
+        let malformed = || {
+            SealError::Malformed(format!(
+                "{} characters not of the form {PREFIX}<key id>:<data>",
+                text.len()
+            ))
+        };
         let rest = text.strip_prefix(PREFIX).ok_or_else(malformed)?;
         let (key_id, data) = rest.split_once(':').ok_or_else(malformed)?;
         let bytes = URL_SAFE_NO_PAD.decode(data).map_err(|_| malformed())?;
@@ -135,9 +144,16 @@ impl Keyring {
     pub fn parse(spec: &str) -> Result<Self, SealError> {
         let mut keys = Vec::new();
         for (index, entry) in spec.split(',').map(str::trim).enumerate() {
-            let invalid = |why: &str| SealError::InvalidKeySpec(format!("entry {}: {why}", index + 1));
-            let (id, encoded) = entry.split_once(':').ok_or_else(|| invalid("missing ':'"))?;
-            if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            let invalid =
+                |why: &str| SealError::InvalidKeySpec(format!("entry {}: {why}", index + 1));
+            let (id, encoded) = entry
+                .split_once(':')
+                .ok_or_else(|| invalid("missing ':'"))?;
+            if id.is_empty()
+                || !id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
                 return Err(invalid("key id must be [A-Za-z0-9_-]+"));
             }
             let raw = STANDARD
@@ -173,7 +189,13 @@ impl Keyring {
         let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
         let ciphertext = key
             .cipher
-            .encrypt(&nonce, Payload { msg: &plaintext, aad: key.id.as_bytes() })
+            .encrypt(
+                &nonce,
+                Payload {
+                    msg: &plaintext,
+                    aad: key.id.as_bytes(),
+                },
+            )
             .map_err(|_| SealError::Tampered(key.id.clone()))?;
         let mut bytes = nonce.to_vec();
         bytes.extend_from_slice(&ciphertext);
@@ -194,7 +216,13 @@ impl Keyring {
         let (nonce, ciphertext) = sealed.bytes.split_at(NONCE_LEN);
         let plaintext = key
             .cipher
-            .decrypt(Nonce::from_slice(nonce), Payload { msg: ciphertext, aad: key.id.as_bytes() })
+            .decrypt(
+                Nonce::from_slice(nonce),
+                Payload {
+                    msg: ciphertext,
+                    aad: key.id.as_bytes(),
+                },
+            )
             .map_err(|_| SealError::Tampered(key.id.clone()))?;
         serde_json::from_slice(&plaintext).map_err(|e| SealError::Type(e.to_string()))
     }
@@ -228,7 +256,10 @@ mod tests {
         assert_eq!(rotated.open(&sealed).unwrap(), 42);
         assert_eq!(rotated.seal(&1u32).unwrap().key_id(), "b");
         let only_new = Keyring::parse(KEY_B).unwrap();
-        assert_eq!(only_new.open(&sealed), Err(SealError::UnknownKey("a".into())));
+        assert_eq!(
+            only_new.open(&sealed),
+            Err(SealError::UnknownKey("a".into()))
+        );
     }
 
     #[test]
@@ -238,10 +269,15 @@ mod tests {
         let mut wire = sealed.to_wire().into_bytes();
         let last = wire.len() - 2;
         wire[last] = if wire[last] == b'A' { b'B' } else { b'A' };
-        let altered: Sealed<String> = Sealed::from_wire(std::str::from_utf8(&wire).unwrap()).unwrap();
+        let altered: Sealed<String> =
+            Sealed::from_wire(std::str::from_utf8(&wire).unwrap()).unwrap();
         assert!(matches!(ring.open(&altered), Err(SealError::Tampered(_))));
-        let relabelled: Sealed<String> = Sealed::from_wire(&sealed.to_wire().replacen(":a:", ":b:", 1)).unwrap();
-        assert!(matches!(ring.open(&relabelled), Err(SealError::Tampered(_))));
+        let relabelled: Sealed<String> =
+            Sealed::from_wire(&sealed.to_wire().replacen(":a:", ":b:", 1)).unwrap();
+        assert!(matches!(
+            ring.open(&relabelled),
+            Err(SealError::Tampered(_))
+        ));
     }
 
     #[test]

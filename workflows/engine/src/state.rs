@@ -113,7 +113,10 @@ impl State {
             let (seq, recorded) = match &self.next_recorded {
                 Some(next) => (
                     next.seq,
-                    format!("no further command here (the history continues with {})", next.event.kind()),
+                    format!(
+                        "no further command here (the history continues with {})",
+                        next.event.kind()
+                    ),
                 ),
                 None => (self.next_seq, "no further command here".to_owned()),
             };
@@ -122,12 +125,18 @@ impl State {
                 recorded,
                 new: command.describe(),
             });
-            return Emitted { seq, recorded: None };
+            return Emitted {
+                seq,
+                recorded: None,
+            };
         }
         let seq = self.next_seq;
         self.next_seq = seq.next();
         self.new_commands.push(command);
-        Emitted { seq, recorded: None }
+        Emitted {
+            seq,
+            recorded: None,
+        }
     }
 
     pub(crate) fn fail(&mut self, error: ExecError) {

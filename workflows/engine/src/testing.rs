@@ -15,8 +15,8 @@ use serde_json::Value;
 use crate::entropy::SeededEntropy;
 use crate::error::{ActivityFailure, ExecError, WorkflowError};
 use crate::event::{
-    ActivityCompleted, ActivityFailed, CancelRequested, ChildCompleted, Event, HistoryEvent, ParentRef,
-    SignalReceived, TimerFired, WorkflowStarted,
+    ActivityCompleted, ActivityFailed, CancelRequested, ChildCompleted, Event, HistoryEvent,
+    ParentRef, SignalReceived, TimerFired, WorkflowStarted,
 };
 use crate::executor::run_workflow_task;
 use crate::history::{self, ActivityTask};
@@ -133,7 +133,7 @@ impl InMemoryStore {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Task {
     Workflow(WorkflowId),
-    Activity(ActivityTask),
+    Activity(Box<ActivityTask>),
 }
 
 /// A FIFO task queue that coalesces workflow tasks: a workflow already queued is not
@@ -164,8 +164,9 @@ impl InMemoryQueue {
     }
 
     fn remove_activity(&mut self, id: &WorkflowId, seq: Seq) {
-        self.tasks
-            .retain(|t| !matches!(t, Task::Activity(a) if a.workflow_id == *id && a.scheduled_seq == seq));
+        self.tasks.retain(
+            |t| !matches!(t, Task::Activity(a) if a.workflow_id == *id && a.scheduled_seq == seq),
+        );
     }
 }
 
@@ -198,7 +199,6 @@ pub struct TestEnv {
     pub queue: InMemoryQueue,
     timers: BTreeMap<(Timestamp, TimerKey), ()>,
     clock: Timestamp,
-    seed: u64,
     blocked: BTreeMap<WorkflowId, ExecError>,
     /// Every activity execution, in order: (workflow, activity type, attempt).
     pub executions: Vec<(WorkflowId, String, u32)>,
@@ -223,7 +223,6 @@ impl TestEnv {
             queue: InMemoryQueue::default(),
             timers: BTreeMap::new(),
             clock: Timestamp::from_millis(1_700_000_000_000),
-            seed: 7,
             blocked: BTreeMap::new(),
             executions: Vec::new(),
             appends: Vec::new(),
@@ -236,7 +235,8 @@ impl TestEnv {
         activity_type: &str,
         fake: impl FnMut(&ActivityTask) -> Result<Value, ActivityFailure> + 'static,
     ) -> &mut Self {
-        self.activities.insert(activity_type.to_owned(), Box::new(fake));
+        self.activities
+            .insert(activity_type.to_owned(), Box::new(fake));
         self
     }
 
@@ -315,7 +315,7 @@ impl TestEnv {
         if let Some(task) = self.queue.pop() {
             match task {
                 Task::Workflow(id) => self.workflow_task(&id),
-                Task::Activity(activity) => self.activity_task(activity),
+                Task::Activity(activity) => self.activity_task(*activity),
             }
             return true;
         }
@@ -349,18 +349,32 @@ impl TestEnv {
             for activity in work.activities {
                 match activity.not_before {
                     Some(at) => {
-                        self.timers
-                            .insert((at, TimerKey::Retry(id.clone(), activity.scheduled_seq)), ());
+                        self.timers.insert(
+                            (at, TimerKey::Retry(id.clone(), activity.scheduled_seq)),
+                            (),
+                        );
                     }
-                    None => self.queue.push(Task::Activity(activity)),
+                    None => self.queue.push(Task::Activity(Box::new(activity))),
                 }
             }
             for timer in work.timers {
-                self.timers.insert((timer.fire_at, TimerKey::Timer(id.clone(), timer.started_seq)), ());
+                self.timers.insert(
+                    (
+                        timer.fire_at,
+                        TimerKey::Timer(id.clone(), timer.started_seq),
+                    ),
+                    (),
+                );
             }
             for child in work.children {
                 if self.store.history(&child.child_id).is_empty() {
-                    self.start_child(&id, child.started_seq, &child.child_id, &child.workflow_type, child.input);
+                    self.start_child(
+                        &id,
+                        child.started_seq,
+                        &child.child_id,
+                        &child.workflow_type,
+                        child.input,
+                    );
                 }
             }
         }
@@ -386,8 +400,12 @@ impl TestEnv {
         if history.iter().any(|e| e.event.is_terminal()) {
             return;
         }
-        let seed = self.seed ^ (history.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ fnv(id.as_str());
-        match run_workflow_task(&self.registry, id, &history, Box::new(SeededEntropy::new(seed))) {
+        match run_workflow_task(
+            &self.registry,
+            id,
+            &history,
+            task_entropy(id, history.len()),
+        ) {
             Err(error) => {
                 self.blocked.insert(id.clone(), error);
             }
@@ -405,15 +423,25 @@ impl TestEnv {
     fn dispatch(&mut self, id: &WorkflowId, seq: Seq, command: &Event) {
         match command {
             Event::ActivityScheduled(_) => self.enqueue_activity(id, seq),
-            Event::ActivityCancelRequested(cancel) => self.queue.remove_activity(id, cancel.scheduled_seq),
+            Event::ActivityCancelRequested(cancel) => {
+                self.queue.remove_activity(id, cancel.scheduled_seq)
+            }
             Event::TimerStarted(timer) => {
-                self.timers.insert((timer.fire_at, TimerKey::Timer(id.clone(), seq)), ());
+                self.timers
+                    .insert((timer.fire_at, TimerKey::Timer(id.clone(), seq)), ());
             }
             Event::TimerCancelled(timer) => {
-                self.timers.retain(|(_, key), ()| *key != TimerKey::Timer(id.clone(), timer.started_seq));
+                self.timers
+                    .retain(|(_, key), ()| *key != TimerKey::Timer(id.clone(), timer.started_seq));
             }
             Event::ChildStarted(child) => {
-                self.start_child(id, seq, &child.child_id, &child.workflow_type, child.input.clone());
+                self.start_child(
+                    id,
+                    seq,
+                    &child.child_id,
+                    &child.workflow_type,
+                    child.input.clone(),
+                );
             }
             event if event.is_terminal() => {
                 let history = self.history(id);
@@ -423,7 +451,14 @@ impl TestEnv {
         }
     }
 
-    fn start_child(&mut self, parent: &WorkflowId, seq: Seq, child: &WorkflowId, workflow_type: &str, input: Value) {
+    fn start_child(
+        &mut self,
+        parent: &WorkflowId,
+        seq: Seq,
+        child: &WorkflowId,
+        workflow_type: &str,
+        input: Value,
+    ) {
         let started = WorkflowStarted {
             workflow_type: workflow_type.to_owned(),
             input,
@@ -442,7 +477,10 @@ impl TestEnv {
         let Some(Event::WorkflowStarted(started)) = history.first().map(|e| &e.event) else {
             return;
         };
-        let (Some(parent), Some(terminal)) = (&started.parent, history.iter().find(|e| e.event.is_terminal())) else {
+        let (Some(parent), Some(terminal)) = (
+            &started.parent,
+            history.iter().find(|e| e.event.is_terminal()),
+        ) else {
             return;
         };
         let already = self.store.history(&parent.workflow_id).iter().any(
@@ -471,7 +509,7 @@ impl TestEnv {
         let history = self.history(id);
         let work = history::pending_work(id, &history);
         if let Some(task) = work.activities.into_iter().find(|a| a.scheduled_seq == seq) {
-            self.queue.push(Task::Activity(task));
+            self.queue.push(Task::Activity(Box::new(task)));
         }
     }
 
@@ -493,7 +531,8 @@ impl TestEnv {
                 format!("no fake for activity {}", task.activity_type),
             )),
         };
-        self.executions.push((id.clone(), task.activity_type.clone(), task.attempt));
+        self.executions
+            .push((id.clone(), task.activity_type.clone(), task.attempt));
         let history = self.history(&id);
         if !history::accepts_activity_outcome(&history, task.scheduled_seq, task.attempt) {
             return; // a duplicate execution: its result is dropped
@@ -522,7 +561,8 @@ impl TestEnv {
                 self.append(&id, vec![event.into()], false);
                 match retry_at {
                     Some(at) => {
-                        self.timers.insert((at, TimerKey::Retry(id, task.scheduled_seq)), ());
+                        self.timers
+                            .insert((at, TimerKey::Retry(id, task.scheduled_seq)), ());
                     }
                     None => self.queue.push(Task::Workflow(id)),
                 }
@@ -531,7 +571,16 @@ impl TestEnv {
     }
 }
 
+/// The entropy the driver gives a workflow task over a history of `len` events: the same
+/// for the same workflow and history, so a replay of a prefix can reproduce a live run.
+pub fn task_entropy(id: &WorkflowId, len: usize) -> Box<SeededEntropy> {
+    Box::new(SeededEntropy::new(
+        (len as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ fnv(id.as_str()),
+    ))
+}
+
 fn fnv(text: &str) -> u64 {
-    text.bytes()
-        .fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }

@@ -47,7 +47,12 @@ pub struct ActivityCall<O> {
 }
 
 impl<O> ActivityCall<O> {
-    pub(crate) fn new(ctx: WorkflowContext, activity_type: String, input: Value, options: ActivityOptions) -> Self {
+    pub(crate) fn new(
+        ctx: WorkflowContext,
+        activity_type: String,
+        input: Value,
+        options: ActivityOptions,
+    ) -> Self {
         let non_cancellable = ctx.state.borrow().in_rollback;
         Self {
             ctx,
@@ -117,7 +122,10 @@ impl<O: DeserializeOwned> Future for ActivityCall<O> {
             this.phase = Phase::Done;
             return Poll::Ready(match outcome {
                 Ok(result) => serde_json::from_value(result).map_err(|error| {
-                    this.failure(seq, ActivityFailure::permanent("InvalidResult", error.to_string()))
+                    this.failure(
+                        seq,
+                        ActivityFailure::permanent("InvalidResult", error.to_string()),
+                    )
                 }),
                 Err(failure) => Err(this.failure(seq, failure)),
             });

@@ -20,7 +20,10 @@ enum Slot<F: Future> {
 impl<F: Future> JoinAll<F> {
     pub(crate) fn new(futures: impl IntoIterator<Item = F>) -> Self {
         Self {
-            slots: futures.into_iter().map(|f| Slot::Running(Box::pin(f))).collect(),
+            slots: futures
+                .into_iter()
+                .map(|f| Slot::Running(Box::pin(f)))
+                .collect(),
         }
     }
 }

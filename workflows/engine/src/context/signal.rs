@@ -39,7 +39,11 @@ impl<T: DeserializeOwned> Future for SignalWait<T> {
 
     fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
         let mut state = self.ctx.state.borrow_mut();
-        if let Some(payload) = state.signals.get_mut(&self.name).and_then(|queue| queue.pop_front()) {
+        if let Some(payload) = state
+            .signals
+            .get_mut(&self.name)
+            .and_then(|queue| queue.pop_front())
+        {
             state.progress += 1;
             return Poll::Ready(serde_json::from_value(payload).map_err(|error| {
                 WorkflowError::InvalidInput(format!("signal {}: {error}", self.name))

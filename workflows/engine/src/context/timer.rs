@@ -51,7 +51,13 @@ impl Future for Sleep {
             }
             let duration_ms = u64::try_from(this.duration.as_millis()).unwrap_or(u64::MAX);
             let fire_at = state.now.after(this.duration);
-            let emitted = state.emit(TimerStarted { duration_ms, fire_at }.into());
+            let emitted = state.emit(
+                TimerStarted {
+                    duration_ms,
+                    fire_at,
+                }
+                .into(),
+            );
             this.phase = Phase::Waiting(emitted.seq);
         }
         let Phase::Waiting(seq) = this.phase else {
