@@ -26,6 +26,15 @@ pub enum Error {
         reason: String,
     },
 
+    /// A stored event this code cannot decode (unknown kind, newer schema).
+    #[error("event {seq} of workflow {workflow_id} does not decode: {source}")]
+    Decode {
+        workflow_id: String,
+        seq: u64,
+        #[source]
+        source: hcpflow_engine::EventError,
+    },
+
     /// The caller asked for something the store cannot do (empty batch, bad cursor, ...).
     #[error("invalid request to the event store: {0}")]
     InvalidInput(String),
@@ -51,6 +60,7 @@ impl Error {
             }
             Error::NotFound(_)
             | Error::Corrupt { .. }
+            | Error::Decode { .. }
             | Error::InvalidInput(_)
             | Error::Migrate(_) => false,
         }

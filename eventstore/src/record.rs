@@ -6,7 +6,7 @@
 //! workflow or position without breaking the chain.
 
 use chrono::{DateTime, SubsecRound, Utc};
-use hcpflow_engine::{canonical, ChainHash, Seq, WorkflowId};
+use hcpflow_engine::{canonical, ChainHash, Event, HistoryEvent, Seq, Timestamp, WorkflowId};
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
@@ -24,6 +24,13 @@ impl NewEvent {
             event_type: event_type.into(),
             data,
         }
+    }
+}
+
+impl From<&Event> for NewEvent {
+    fn from(event: &Event) -> Self {
+        let (kind, data) = event.to_record();
+        Self::new(kind, data)
     }
 }
 
@@ -50,6 +57,27 @@ impl StoredEvent {
                 reason: format!("stored bytes are not JSON: {error}"),
             })?;
         Ok(envelope.get("data").cloned().unwrap_or(Value::Null))
+    }
+}
+
+impl StoredEvent {
+    /// The engine's view of this event.
+    ///
+    /// # Errors
+    /// [`Error::Decode`] when the kind is unknown to this code or its schema is newer.
+    pub fn to_history_event(&self) -> Result<HistoryEvent> {
+        let event =
+            Event::from_record(&self.event_type, self.data()?).map_err(|source| Error::Decode {
+                workflow_id: self.workflow_id.to_string(),
+                seq: self.seq.get(),
+                source,
+            })?;
+        let millis = u64::try_from(self.recorded_at.timestamp_millis()).unwrap_or(0);
+        Ok(HistoryEvent {
+            seq: self.seq,
+            recorded_at: Timestamp::from_millis(millis),
+            event,
+        })
     }
 }
 

@@ -266,3 +266,65 @@ async fn ledger_rows_are_written_with_the_append() {
     assert!(matches!(lost, Err(Error::Conflict { .. })));
     assert_eq!(store.ledger_for_workflow(&id).await.unwrap().len(), 2);
 }
+
+#[tokio::test]
+async fn engine_events_round_trip_through_the_store() {
+    use hcpflow_engine::event::{Event, SignalReceived, TimerStarted, WorkflowStarted};
+    use hcpflow_engine::Timestamp;
+    use hcpflow_eventstore::NewEvent;
+
+    let Some((_, store)) = store("engine_events_round_trip_through_the_store").await else {
+        return;
+    };
+    let id = unique_id("engine");
+    let events: Vec<Event> = vec![
+        WorkflowStarted {
+            workflow_type: "noop_chain".into(),
+            input: serde_json::json!({"steps": 2}),
+            concurrency_key: Some("demo".into()),
+            parent: None,
+        }
+        .into(),
+        TimerStarted {
+            duration_ms: 5,
+            fire_at: Timestamp::from_millis(1_700_000_000_005),
+        }
+        .into(),
+        SignalReceived {
+            name: "go".into(),
+            payload: serde_json::json!({"n": 1.5}),
+        }
+        .into(),
+    ];
+    let batch = AppendBatch::new(
+        id.clone(),
+        Seq::FIRST,
+        events.iter().map(NewEvent::from).collect(),
+    );
+    store
+        .create_workflow(&new_workflow("noop_chain"), batch)
+        .await
+        .unwrap();
+    let history = store.read_full_history(&id).await.unwrap();
+    let decoded: Vec<Event> = history
+        .iter()
+        .map(|e| e.to_history_event().unwrap().event)
+        .collect();
+    assert_eq!(decoded, events);
+
+    // A kind this code does not know is an explicit error, not a skip.
+    let unknown = AppendBatch::new(
+        id.clone(),
+        Seq::new(4).unwrap(),
+        vec![NewEvent::new("FromTheFuture", serde_json::json!({"v": 1}))],
+    );
+    store.append(unknown).await.unwrap();
+    let stored = store
+        .read_history(&id, Seq::new(4).unwrap(), 1)
+        .await
+        .unwrap();
+    assert!(matches!(
+        stored.events[0].to_history_event(),
+        Err(Error::Decode { seq: 4, .. })
+    ));
+}
