@@ -7,6 +7,7 @@
 
 use chrono::Utc;
 use hcpflow_engine::{ChainHash, Seq, WorkflowId, WorkflowStatus};
+use serde_json::Value;
 use sqlx::{Postgres, Transaction};
 
 use crate::error::{is_unique_violation, Error, Result};
@@ -23,6 +24,8 @@ pub struct NewWorkflow {
     pub status: WorkflowStatus,
     pub concurrency_key: Option<String>,
     pub parent_id: Option<WorkflowId>,
+    /// SHA-256 of the start input, so a repeated start can tell "same" from "different".
+    pub input_digest: Option<String>,
 }
 
 /// Everything one append writes.
@@ -37,6 +40,12 @@ pub struct AppendBatch {
     pub outbox: Vec<OutboxMessage>,
     pub timers: Vec<NewTimer>,
     pub ledger: Vec<LedgerEntry>,
+    /// A finished workflow's output or error, for the index.
+    pub output: Option<Value>,
+    pub error: Option<Value>,
+    /// Outbox rows this process already published, marked in the same transaction so
+    /// that marking costs no commit of its own.
+    pub mark_published: Vec<i64>,
 }
 
 impl AppendBatch {
@@ -49,6 +58,9 @@ impl AppendBatch {
             outbox: Vec::new(),
             timers: Vec::new(),
             ledger: Vec::new(),
+            output: None,
+            error: None,
+            mark_published: Vec::new(),
         }
     }
 
@@ -84,13 +96,23 @@ pub struct Appended {
     /// The seq the next append must expect.
     pub next_seq: Seq,
     pub head_hash: ChainHash,
+    /// The outbox row ids written, in the batch's order.
+    pub outbox_ids: Vec<i64>,
+    /// The index status after the append (`pending` for a start that waits its turn).
+    pub status: Option<WorkflowStatus>,
+    /// A workflow that was waiting for this one's concurrency key and now runs.
+    pub promoted: Option<WorkflowId>,
 }
 
 impl EventStore {
     /// Creates a workflow: its index row and the first events of its history.
     ///
-    /// `batch.expected_next_seq` must be 1. A workflow with this id already existing is
-    /// a [`Error::Conflict`].
+    /// `batch.expected_next_seq` must be 1. With a concurrency key held by another live
+    /// workflow, the new one is recorded `pending` (whatever `workflow.status` says) and
+    /// runs when the key is released, in creation order.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyExists`] when a workflow with this id exists, with its input digest.
     pub async fn create_workflow(
         &self,
         workflow: &NewWorkflow,
@@ -102,30 +124,53 @@ impl EventStore {
                 batch.expected_next_seq
             )));
         }
-        let chained = chain_events(&batch, ChainHash::GENESIS)?;
+        let mut chained = chain_events(&batch, ChainHash::GENESIS)?;
         let mut tx = self.pool.begin().await?;
+        let mut status = batch.status.unwrap_or(workflow.status);
+        if let Some(key) = &workflow.concurrency_key {
+            lock_key(&mut tx, key).await?;
+            let busy: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM workflows WHERE concurrency_key = $1
+                                   AND status IN ('pending', 'running', 'compensating', 'blocked'))",
+            )
+            .bind(key)
+            .fetch_one(&mut *tx)
+            .await?;
+            if busy && !status.is_terminal() {
+                status = WorkflowStatus::Pending;
+            }
+        }
         let inserted = sqlx::query(
-            "INSERT INTO workflows
-                    (workflow_id, workflow_type, status, concurrency_key, parent_id, next_seq, head_hash)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)
+            "INSERT INTO workflows (workflow_id, workflow_type, status, concurrency_key, parent_id,
+                                    next_seq, head_hash, input_digest)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
              ON CONFLICT (workflow_id) DO NOTHING",
         )
         .bind(batch.workflow_id.as_str())
         .bind(&workflow.workflow_type)
-        .bind(batch.status.unwrap_or(workflow.status).as_str())
+        .bind(status.as_str())
         .bind(workflow.concurrency_key.as_deref())
         .bind(workflow.parent_id.as_ref().map(WorkflowId::as_str))
         .bind(to_i64(chained.next_seq))
         .bind(chained.head_hash.as_bytes().as_slice())
+        .bind(workflow.input_digest.as_deref())
         .execute(&mut *tx)
         .await?;
         if inserted.rows_affected() == 0 {
             drop(tx);
-            let actual = self.current_next_seq(&batch.workflow_id).await?;
-            return Err(conflict(&batch, actual));
+            let input_digest: Option<Option<String>> =
+                sqlx::query_scalar("SELECT input_digest FROM workflows WHERE workflow_id = $1")
+                    .bind(batch.workflow_id.as_str())
+                    .fetch_optional(&self.pool)
+                    .await?;
+            return Err(Error::AlreadyExists {
+                workflow_id: batch.workflow_id.clone(),
+                input_digest: input_digest.flatten(),
+            });
         }
-        write_batch(&mut tx, &batch, &chained).await?;
+        chained.outbox_ids = write_batch(&mut tx, &batch, &chained).await?;
         tx.commit().await?;
+        chained.status = Some(status);
         Ok(chained)
     }
 
@@ -149,33 +194,39 @@ impl EventStore {
             reason: format!("index head hash: {error}"),
         })?;
         let chained = chain_events(&batch, prev)?;
-        write_batch(&mut tx, &batch, &chained).await?;
-        let moved = sqlx::query(
+        let outbox_ids = write_batch(&mut tx, &batch, &chained).await?;
+        let moved: Option<Option<String>> = sqlx::query_scalar(
             "UPDATE workflows
-                SET next_seq = $3, head_hash = $4, status = COALESCE($5, status), updated_at = now()
-              WHERE workflow_id = $1 AND next_seq = $2",
+                SET next_seq = $3, head_hash = $4, status = COALESCE($5, status),
+                    output = COALESCE($6, output), error = COALESCE($7, error), updated_at = now()
+              WHERE workflow_id = $1 AND next_seq = $2
+             RETURNING concurrency_key",
         )
         .bind(batch.workflow_id.as_str())
         .bind(next_seq)
         .bind(to_i64(chained.next_seq))
         .bind(chained.head_hash.as_bytes().as_slice())
         .bind(batch.status.map(WorkflowStatus::as_str))
-        .execute(&mut *tx)
+        .bind(batch.output.as_ref())
+        .bind(batch.error.as_ref())
+        .fetch_optional(&mut *tx)
         .await?;
-        if moved.rows_affected() != 1 {
+        let Some(concurrency_key) = moved else {
             return Err(conflict(&batch, None));
+        };
+        let mut promoted = None;
+        if let (Some(key), Some(status)) = (concurrency_key, batch.status) {
+            if status.is_terminal() {
+                promoted = promote_next(&mut tx, &key).await?;
+            }
         }
         tx.commit().await?;
-        Ok(chained)
-    }
-
-    async fn current_next_seq(&self, workflow_id: &WorkflowId) -> Result<Option<u64>> {
-        let next: Option<i64> =
-            sqlx::query_scalar("SELECT next_seq FROM workflows WHERE workflow_id = $1")
-                .bind(workflow_id.as_str())
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(next.and_then(|n| u64::try_from(n).ok()))
+        Ok(Appended {
+            outbox_ids,
+            status: batch.status,
+            promoted,
+            ..chained
+        })
     }
 }
 
@@ -217,14 +268,50 @@ fn chain_events(batch: &AppendBatch, mut prev: ChainHash) -> Result<Appended> {
         events,
         next_seq: seq,
         head_hash: prev,
+        outbox_ids: Vec::new(),
+        status: None,
+        promoted: None,
     })
+}
+
+/// Serialises starts and releases of one concurrency key.
+async fn lock_key(tx: &mut Transaction<'_, Postgres>, key: &str) -> Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('hcpflow.concurrency-key:' || $1))")
+        .bind(key)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Moves the oldest `pending` workflow of `key` to `running`, if no other holds the key.
+async fn promote_next(tx: &mut Transaction<'_, Postgres>, key: &str) -> Result<Option<WorkflowId>> {
+    lock_key(tx, key).await?;
+    let promoted: Option<String> = sqlx::query_scalar(
+        "UPDATE workflows SET status = 'running', updated_at = now()
+          WHERE workflow_id = (
+                SELECT workflow_id FROM workflows
+                 WHERE concurrency_key = $1 AND status = 'pending'
+                   AND NOT EXISTS (SELECT 1 FROM workflows WHERE concurrency_key = $1
+                                      AND status IN ('running', 'compensating', 'blocked'))
+                 ORDER BY created_at, workflow_id
+                 LIMIT 1)
+         RETURNING workflow_id",
+    )
+    .bind(key)
+    .fetch_optional(&mut **tx)
+    .await?;
+    promoted
+        .map(|id| {
+            WorkflowId::new(id).map_err(|e| Error::InvalidInput(format!("stored workflow id: {e}")))
+        })
+        .transpose()
 }
 
 async fn write_batch(
     tx: &mut Transaction<'_, Postgres>,
     batch: &AppendBatch,
     chained: &Appended,
-) -> Result<()> {
+) -> Result<Vec<i64>> {
     let events = &chained.events;
     let seqs: Vec<i64> = events.iter().map(|e| to_i64(e.seq)).collect();
     let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
@@ -256,8 +343,9 @@ async fn write_batch(
         Err(error) if is_unique_violation(&error) => return Err(conflict(batch, None)),
         other => other?,
     };
-    outbox::insert(tx, &batch.workflow_id, &batch.outbox).await?;
+    let outbox_ids = outbox::insert(tx, &batch.workflow_id, &batch.outbox).await?;
+    outbox::mark_published_in(tx, &batch.mark_published).await?;
     timers::insert(tx, &batch.workflow_id, &batch.timers).await?;
     ledger::insert(tx, &batch.workflow_id, &batch.ledger).await?;
-    Ok(())
+    Ok(outbox_ids)
 }

@@ -15,6 +15,13 @@ pub enum Error {
         actual: Option<u64>,
     },
 
+    /// A workflow with this id exists already; `input_digest` is what it was started with.
+    #[error("workflow {workflow_id} already exists")]
+    AlreadyExists {
+        workflow_id: WorkflowId,
+        input_digest: Option<String>,
+    },
+
     #[error("workflow {0} not found")]
     NotFound(WorkflowId),
 
@@ -59,6 +66,7 @@ impl Error {
                 ) || is_serialization_failure(source)
             }
             Error::NotFound(_)
+            | Error::AlreadyExists { .. }
             | Error::Corrupt { .. }
             | Error::Decode { .. }
             | Error::InvalidInput(_)

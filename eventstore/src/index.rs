@@ -1,14 +1,17 @@
 //! The workflow index: one row per workflow, updated in the same transaction as each
 //! append, and the queries that list workflows.
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 use hcpflow_engine::{ChainHash, Seq, WorkflowId, WorkflowStatus};
+use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::store::EventStore;
 
 /// A workflow's index row.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct WorkflowSummary {
     pub workflow_id: WorkflowId,
     pub workflow_type: String,
@@ -19,6 +22,11 @@ pub struct WorkflowSummary {
     pub head_hash: ChainHash,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    pub input_digest: Option<String>,
+    pub output: Option<Value>,
+    pub error: Option<Value>,
+    /// Why the workflow is `blocked` (nondeterminism, a panic, a corrupt history).
+    pub blocked_reason: Option<String>,
 }
 
 /// Which workflows to list; every set field must match.
@@ -30,7 +38,7 @@ pub struct WorkflowFilter {
 }
 
 /// One page of workflows, newest first.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct WorkflowPage {
     pub workflows: Vec<WorkflowSummary>,
     /// Pass back to get the next page; `None` at the end.
@@ -47,10 +55,15 @@ type IndexRow = (
     Vec<u8>,
     DateTime<Utc>,
     DateTime<Utc>,
+    Option<String>,
+    Option<Value>,
+    Option<Value>,
+    Option<String>,
 );
 
 const SELECT_INDEX: &str = "SELECT workflow_id, workflow_type, status, concurrency_key, parent_id,
-                                   next_seq, head_hash, created_at, updated_at
+                                   next_seq, head_hash, created_at, updated_at,
+                                   input_digest, output, error, blocked_reason
                               FROM workflows";
 
 impl EventStore {
@@ -116,6 +129,81 @@ impl EventStore {
     }
 }
 
+impl EventStore {
+    /// Marks a workflow `blocked` with the reason (nondeterminism, a panic, a corrupt
+    /// history). Nothing is appended: the history stays as it was, to be resumed by fixed
+    /// code. A blocked workflow keeps its concurrency key.
+    pub async fn set_blocked(&self, workflow_id: &WorkflowId, reason: &str) -> Result<()> {
+        sqlx::query(
+            "UPDATE workflows SET status = 'blocked', blocked_reason = $2, updated_at = now()
+              WHERE workflow_id = $1",
+        )
+        .bind(workflow_id.as_str())
+        .bind(reason)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Clears `blocked` once the code replays the history again.
+    pub async fn clear_blocked(
+        &self,
+        workflow_id: &WorkflowId,
+        status: WorkflowStatus,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE workflows SET status = $2, blocked_reason = NULL, updated_at = now()
+              WHERE workflow_id = $1 AND status = 'blocked'",
+        )
+        .bind(workflow_id.as_str())
+        .bind(status.as_str())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Live workflows (`running`, `compensating`) unchanged for at least `idle`, oldest
+    /// first: what the sweeper checks for lost tasks.
+    pub async fn idle_live_workflows(&self, idle: Duration, limit: u32) -> Result<Vec<WorkflowId>> {
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT workflow_id FROM workflows
+              WHERE status IN ('running', 'compensating')
+                AND updated_at < now() - make_interval(secs => $1)
+              ORDER BY updated_at LIMIT $2",
+        )
+        .bind(idle.as_secs_f64())
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        ids.into_iter()
+            .map(|id| {
+                WorkflowId::new(id)
+                    .map_err(|e| Error::InvalidInput(format!("stored workflow id: {e}")))
+            })
+            .collect()
+    }
+
+    /// Touches a live workflow's `updated_at`, so the sweeper leaves it alone for a while.
+    pub async fn touch(&self, workflow_id: &WorkflowId) -> Result<()> {
+        sqlx::query("UPDATE workflows SET updated_at = now() WHERE workflow_id = $1")
+            .bind(workflow_id.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Transactions committed in this database so far (`pg_stat_database`): the
+    /// benchmark divides the delta by the steps it ran.
+    pub async fn database_commits(&self) -> Result<i64> {
+        let commits: i64 = sqlx::query_scalar(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(commits)
+    }
+}
+
 fn encode_cursor(last: &WorkflowSummary) -> String {
     format!(
         "{}~{}",
@@ -145,6 +233,10 @@ fn to_summary(row: IndexRow) -> Result<WorkflowSummary> {
         head_hash,
         created_at,
         updated_at,
+        input_digest,
+        output,
+        error,
+        blocked_reason,
     ) = row;
     let corrupt = |reason: String| Error::Corrupt {
         workflow_id: id.clone(),
@@ -169,5 +261,9 @@ fn to_summary(row: IndexRow) -> Result<WorkflowSummary> {
         head_hash: ChainHash::from_slice(&head_hash).map_err(|e| corrupt(e.to_string()))?,
         created_at,
         updated_at,
+        input_digest,
+        output,
+        error,
+        blocked_reason,
     })
 }

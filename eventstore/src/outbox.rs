@@ -42,26 +42,44 @@ pub(crate) async fn insert(
     tx: &mut Transaction<'_, Postgres>,
     workflow_id: &WorkflowId,
     messages: &[OutboxMessage],
-) -> Result<()> {
+) -> Result<Vec<i64>> {
     if messages.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let subjects: Vec<&str> = messages.iter().map(|m| m.subject.as_str()).collect();
     let msg_ids: Vec<&str> = messages.iter().map(|m| m.msg_id.as_str()).collect();
     let payloads: Vec<&[u8]> = messages.iter().map(|m| m.payload.as_slice()).collect();
-    sqlx::query(
+    let ids: Vec<i64> = sqlx::query_scalar(
         "INSERT INTO outbox (workflow_id, subject, msg_id, payload)
-         SELECT $1, * FROM UNNEST($2::text[], $3::text[], $4::bytea[])",
+         SELECT $1, subject, msg_id, payload
+           FROM UNNEST($2::text[], $3::text[], $4::bytea[]) WITH ORDINALITY AS m(subject, msg_id, payload, n)
+          ORDER BY n
+         RETURNING id",
     )
     .bind(workflow_id.as_str())
     .bind(&subjects)
     .bind(&msg_ids)
     .bind(&payloads)
-    .execute(&mut **tx)
+    .fetch_all(&mut **tx)
     .await?;
     sqlx::query("SELECT pg_notify($1, $2)")
         .bind(OUTBOX_CHANNEL)
         .bind(workflow_id.as_str())
+        .execute(&mut **tx)
+        .await?;
+    Ok(ids)
+}
+
+/// Marks rows published inside another transaction (no commit of its own).
+pub(crate) async fn mark_published_in(
+    tx: &mut Transaction<'_, Postgres>,
+    ids: &[i64],
+) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query("UPDATE outbox SET published_at = now(), claim_expires_at = NULL WHERE id = ANY($1) AND published_at IS NULL")
+        .bind(ids)
         .execute(&mut **tx)
         .await?;
     Ok(())
@@ -126,6 +144,66 @@ impl EventStore {
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected())
+    }
+
+    /// Marks rows published that this process published itself right after their
+    /// commit (no claim involved). Returns how many were still unpublished.
+    pub async fn mark_published_unclaimed(&self, ids: &[i64]) -> Result<u64> {
+        let done = sqlx::query(
+            "UPDATE outbox SET published_at = now(), claim_expires_at = NULL
+              WHERE id = ANY($1) AND published_at IS NULL",
+        )
+        .bind(ids)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Claims up to `limit` unpublished messages older than `grace` — what a crash left
+    /// behind after a commit, before its process published — for `lease`.
+    pub async fn claim_outbox_older_than(
+        &self,
+        claimer: &str,
+        grace: Duration,
+        limit: u32,
+        lease: Duration,
+    ) -> Result<Vec<ClaimedMessage>> {
+        let rows: Vec<(i64, String, String, String, Vec<u8>, i32)> = sqlx::query_as(
+            "UPDATE outbox o
+                SET claimed_by = $1,
+                    claim_expires_at = now() + make_interval(secs => $3),
+                    attempts = o.attempts + 1
+              WHERE o.id IN (
+                    SELECT id FROM outbox
+                     WHERE published_at IS NULL
+                       AND created_at < now() - make_interval(secs => $4)
+                       AND (claim_expires_at IS NULL OR claim_expires_at < now())
+                     ORDER BY id
+                     LIMIT $2
+                     FOR UPDATE SKIP LOCKED)
+             RETURNING o.id, o.workflow_id, o.subject, o.msg_id, o.payload, o.attempts",
+        )
+        .bind(claimer)
+        .bind(i64::from(limit))
+        .bind(lease.as_secs_f64())
+        .bind(grace.as_secs_f64())
+        .fetch_all(&self.pool)
+        .await?;
+        let mut claimed: Vec<ClaimedMessage> = rows
+            .into_iter()
+            .map(
+                |(id, workflow_id, subject, msg_id, payload, attempts)| ClaimedMessage {
+                    id,
+                    workflow_id,
+                    subject,
+                    msg_id,
+                    payload,
+                    attempts,
+                },
+            )
+            .collect();
+        claimed.sort_by_key(|message| message.id);
+        Ok(claimed)
     }
 
     /// Deletes published messages older than `age`; returns how many.

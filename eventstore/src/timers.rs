@@ -86,8 +86,15 @@ pub(crate) async fn insert(
     .bind(&due)
     .execute(&mut **tx)
     .await?;
+    sqlx::query("SELECT pg_notify($1, '')")
+        .bind(TIMERS_CHANNEL)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
+
+/// The LISTEN/NOTIFY channel an append notifies when it armed timers.
+pub const TIMERS_CHANNEL: &str = "hcpflow_timers";
 
 pub(crate) fn to_i64(seq: Seq) -> i64 {
     // A history of 2^63 events is not a thing; saturate rather than wrap.

@@ -79,13 +79,7 @@ async fn stale_duplicate_and_unknown_appends_are_typed_errors() {
         )
         .await;
     assert!(
-        matches!(
-            again,
-            Err(Error::Conflict {
-                actual: Some(4),
-                ..
-            })
-        ),
+        matches!(again, Err(Error::AlreadyExists { .. })),
         "{again:?}"
     );
 
@@ -158,6 +152,7 @@ async fn listing_filters_and_pages_newest_first() {
             status,
             concurrency_key: (n > 0).then(|| key.clone()),
             parent_id: None,
+            input_digest: None,
         };
         store
             .create_workflow(
@@ -195,9 +190,23 @@ async fn listing_filters_and_pages_newest_first() {
         status: Some(WorkflowStatus::Running),
         ..by_type.clone()
     };
+    // The third asked to run, but the second holds its concurrency key: it waits.
     assert_eq!(
         store
             .list_workflows(&running, 10, None)
+            .await
+            .unwrap()
+            .workflows
+            .len(),
+        1
+    );
+    let pending = WorkflowFilter {
+        status: Some(WorkflowStatus::Pending),
+        ..by_type.clone()
+    };
+    assert_eq!(
+        store
+            .list_workflows(&pending, 10, None)
             .await
             .unwrap()
             .workflows
@@ -327,4 +336,68 @@ async fn engine_events_round_trip_through_the_store() {
         stored.events[0].to_history_event(),
         Err(Error::Decode { seq: 4, .. })
     ));
+}
+
+#[tokio::test]
+async fn a_concurrency_key_runs_one_workflow_at_a_time_in_order() {
+    let Some((_, store)) = store("a_concurrency_key_runs_one_workflow_at_a_time_in_order").await
+    else {
+        return;
+    };
+    let key = unique_id("key").to_string();
+    let keyed = |key: &str| NewWorkflow {
+        workflow_type: "test".into(),
+        status: WorkflowStatus::Running,
+        concurrency_key: Some(key.to_owned()),
+        parent_id: None,
+        input_digest: None,
+    };
+    let mut ids = Vec::new();
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        let id = unique_id("keyed");
+        let created = store
+            .create_workflow(
+                &keyed(&key),
+                AppendBatch::new(id.clone(), Seq::FIRST, vec![event(1)]),
+            )
+            .await
+            .unwrap();
+        statuses.push(created.status);
+        ids.push(id);
+    }
+    assert_eq!(
+        statuses,
+        vec![
+            Some(WorkflowStatus::Running),
+            Some(WorkflowStatus::Pending),
+            Some(WorkflowStatus::Pending)
+        ]
+    );
+    // The first finishing promotes the second (not the third).
+    let done = store
+        .append(
+            AppendBatch::new(ids[0].clone(), Seq::new(2).unwrap(), vec![event(2)])
+                .with_status(WorkflowStatus::Completed),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.promoted.as_ref(), Some(&ids[1]));
+    assert_eq!(
+        store.get_workflow(&ids[1]).await.unwrap().status,
+        WorkflowStatus::Running
+    );
+    assert_eq!(
+        store.get_workflow(&ids[2]).await.unwrap().status,
+        WorkflowStatus::Pending
+    );
+    // A non-terminal append promotes nobody.
+    let step = store
+        .append(
+            AppendBatch::new(ids[1].clone(), Seq::new(2).unwrap(), vec![event(2)])
+                .with_status(WorkflowStatus::Running),
+        )
+        .await
+        .unwrap();
+    assert_eq!(step.promoted, None);
 }

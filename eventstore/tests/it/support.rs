@@ -102,6 +102,7 @@ pub(crate) fn new_workflow(workflow_type: &str) -> NewWorkflow {
         status: WorkflowStatus::Running,
         concurrency_key: None,
         parent_id: None,
+        input_digest: None,
     }
 }
 
