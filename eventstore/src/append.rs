@@ -12,7 +12,7 @@ use sqlx::{Postgres, Transaction};
 
 use crate::error::{is_unique_violation, Error, Result};
 use crate::ledger::{self, LedgerEntry};
-use crate::outbox::{self, OutboxMessage};
+use crate::outbox::{self, OutboxMessage, OutboxRow};
 use crate::record::{envelope_bytes, store_precision, NewEvent, StoredEvent};
 use crate::store::EventStore;
 use crate::timers::{self, to_i64, NewTimer};
@@ -43,6 +43,13 @@ pub struct AppendBatch {
     /// A finished workflow's output or error, for the index.
     pub output: Option<Value>,
     pub error: Option<Value>,
+    /// When set, every appended event is also written to the outbox for this subject
+    /// (the events stream), as a history entry plus `workflow_id`.
+    pub event_subject: Option<String>,
+    /// The time to record the events with (default: now). A caller that runs workflow
+    /// code over the new events before appending them fixes it, so the code and a
+    /// later replay see the same instant.
+    pub recorded_at: Option<chrono::DateTime<Utc>>,
     /// Outbox rows this process already published, marked in the same transaction so
     /// that marking costs no commit of its own.
     pub mark_published: Vec<i64>,
@@ -60,6 +67,8 @@ impl AppendBatch {
             ledger: Vec::new(),
             output: None,
             error: None,
+            event_subject: None,
+            recorded_at: None,
             mark_published: Vec::new(),
         }
     }
@@ -96,8 +105,8 @@ pub struct Appended {
     /// The seq the next append must expect.
     pub next_seq: Seq,
     pub head_hash: ChainHash,
-    /// The outbox row ids written, in the batch's order.
-    pub outbox_ids: Vec<i64>,
+    /// The outbox rows written: the batch's messages, then the event messages.
+    pub outbox: Vec<OutboxRow>,
     /// The index status after the append (`pending` for a start that waits its turn).
     pub status: Option<WorkflowStatus>,
     /// A workflow that was waiting for this one's concurrency key and now runs.
@@ -168,7 +177,7 @@ impl EventStore {
                 input_digest: input_digest.flatten(),
             });
         }
-        chained.outbox_ids = write_batch(&mut tx, &batch, &chained).await?;
+        chained.outbox = write_batch(&mut tx, &batch, &chained).await?;
         tx.commit().await?;
         chained.status = Some(status);
         Ok(chained)
@@ -193,41 +202,53 @@ impl EventStore {
             seq: u64::try_from(next_seq - 1).unwrap_or(0),
             reason: format!("index head hash: {error}"),
         })?;
-        let chained = chain_events(&batch, prev)?;
-        let outbox_ids = write_batch(&mut tx, &batch, &chained).await?;
-        let moved: Option<Option<String>> = sqlx::query_scalar(
-            "UPDATE workflows
-                SET next_seq = $3, head_hash = $4, status = COALESCE($5, status),
-                    output = COALESCE($6, output), error = COALESCE($7, error), updated_at = now()
-              WHERE workflow_id = $1 AND next_seq = $2
-             RETURNING concurrency_key",
-        )
-        .bind(batch.workflow_id.as_str())
-        .bind(next_seq)
-        .bind(to_i64(chained.next_seq))
-        .bind(chained.head_hash.as_bytes().as_slice())
-        .bind(batch.status.map(WorkflowStatus::as_str))
-        .bind(batch.output.as_ref())
-        .bind(batch.error.as_ref())
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(concurrency_key) = moved else {
-            return Err(conflict(&batch, None));
-        };
-        let mut promoted = None;
-        if let (Some(key), Some(status)) = (concurrency_key, batch.status) {
-            if status.is_terminal() {
-                promoted = promote_next(&mut tx, &key).await?;
-            }
-        }
+        let appended = finish_append(&mut tx, &batch, prev, next_seq).await?;
         tx.commit().await?;
-        Ok(Appended {
-            outbox_ids,
-            status: batch.status,
-            promoted,
-            ..chained
-        })
+        Ok(appended)
     }
+}
+
+/// Chains and writes `batch` after `prev` (the head at `next_seq - 1`), moves the index,
+/// and promotes a waiting workflow when this one ends. The caller commits.
+pub(crate) async fn finish_append(
+    tx: &mut Transaction<'_, Postgres>,
+    batch: &AppendBatch,
+    prev: ChainHash,
+    next_seq: i64,
+) -> Result<Appended> {
+    let chained = chain_events(batch, prev)?;
+    let outbox = write_batch(tx, batch, &chained).await?;
+    let moved: Option<Option<String>> = sqlx::query_scalar(
+        "UPDATE workflows
+            SET next_seq = $3, head_hash = $4, status = COALESCE($5, status),
+                output = COALESCE($6, output), error = COALESCE($7, error), updated_at = now()
+          WHERE workflow_id = $1 AND next_seq = $2
+         RETURNING concurrency_key",
+    )
+    .bind(batch.workflow_id.as_str())
+    .bind(next_seq)
+    .bind(to_i64(chained.next_seq))
+    .bind(chained.head_hash.as_bytes().as_slice())
+    .bind(batch.status.map(WorkflowStatus::as_str))
+    .bind(batch.output.as_ref())
+    .bind(batch.error.as_ref())
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some(concurrency_key) = moved else {
+        return Err(conflict(batch, None));
+    };
+    let mut promoted = None;
+    if let (Some(key), Some(status)) = (concurrency_key, batch.status) {
+        if status.is_terminal() {
+            promoted = promote_next(tx, &key).await?;
+        }
+    }
+    Ok(Appended {
+        outbox,
+        status: batch.status,
+        promoted,
+        ..chained
+    })
 }
 
 fn conflict(batch: &AppendBatch, actual: Option<u64>) -> Error {
@@ -246,7 +267,7 @@ fn chain_events(batch: &AppendBatch, mut prev: ChainHash) -> Result<Appended> {
             batch.workflow_id
         )));
     }
-    let recorded_at = store_precision(Utc::now());
+    let recorded_at = store_precision(batch.recorded_at.unwrap_or_else(Utc::now));
     let mut seq = batch.expected_next_seq;
     let mut events = Vec::with_capacity(batch.events.len());
     for event in &batch.events {
@@ -268,7 +289,7 @@ fn chain_events(batch: &AppendBatch, mut prev: ChainHash) -> Result<Appended> {
         events,
         next_seq: seq,
         head_hash: prev,
-        outbox_ids: Vec::new(),
+        outbox: Vec::new(),
         status: None,
         promoted: None,
     })
@@ -311,7 +332,7 @@ async fn write_batch(
     tx: &mut Transaction<'_, Postgres>,
     batch: &AppendBatch,
     chained: &Appended,
-) -> Result<Vec<i64>> {
+) -> Result<Vec<OutboxRow>> {
     let events = &chained.events;
     let seqs: Vec<i64> = events.iter().map(|e| to_i64(e.seq)).collect();
     let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
@@ -343,9 +364,25 @@ async fn write_batch(
         Err(error) if is_unique_violation(&error) => return Err(conflict(batch, None)),
         other => other?,
     };
-    let outbox_ids = outbox::insert(tx, &batch.workflow_id, &batch.outbox).await?;
+    let mut messages = batch.outbox.clone();
+    if let Some(subject) = &batch.event_subject {
+        messages.extend(chained.events.iter().map(|event| {
+            OutboxMessage {
+                subject: subject.clone(),
+                msg_id: format!("ev-{}-{}", event.workflow_id, event.seq),
+                payload: crate::record::entry_json(event, true)
+                    .to_string()
+                    .into_bytes(),
+            }
+        }));
+    }
+    let ids = outbox::insert(tx, &batch.workflow_id, &messages).await?;
     outbox::mark_published_in(tx, &batch.mark_published).await?;
     timers::insert(tx, &batch.workflow_id, &batch.timers).await?;
     ledger::insert(tx, &batch.workflow_id, &batch.ledger).await?;
-    Ok(outbox_ids)
+    Ok(ids
+        .into_iter()
+        .zip(messages)
+        .map(|(id, message)| OutboxRow { id, message })
+        .collect())
 }

@@ -25,7 +25,7 @@ pub struct VerifiedHistory {
     pub head_hash: ChainHash,
 }
 
-type EventRow = (i64, String, DateTime<Utc>, Vec<u8>, Vec<u8>, Vec<u8>);
+pub(crate) type EventRow = (i64, String, DateTime<Utc>, Vec<u8>, Vec<u8>, Vec<u8>);
 
 const VERIFY_PAGE: u32 = 1000;
 
@@ -159,7 +159,7 @@ impl EventStore {
     }
 }
 
-fn to_event(workflow_id: &WorkflowId, row: EventRow) -> Result<StoredEvent> {
+pub(crate) fn to_event(workflow_id: &WorkflowId, row: EventRow) -> Result<StoredEvent> {
     let (seq, event_type, recorded_at, body, prev_hash, hash) = row;
     let corrupt = |reason: String| Error::Corrupt {
         workflow_id: workflow_id.to_string(),

@@ -45,7 +45,7 @@ pub struct WorkflowPage {
     pub cursor: Option<String>,
 }
 
-type IndexRow = (
+pub(crate) type IndexRow = (
     String,
     String,
     String,
@@ -61,7 +61,8 @@ type IndexRow = (
     Option<String>,
 );
 
-const SELECT_INDEX: &str = "SELECT workflow_id, workflow_type, status, concurrency_key, parent_id,
+pub(crate) const SELECT_INDEX: &str =
+    "SELECT workflow_id, workflow_type, status, concurrency_key, parent_id,
                                    next_seq, head_hash, created_at, updated_at,
                                    input_digest, output, error, blocked_reason
                               FROM workflows";
@@ -222,7 +223,7 @@ fn decode_cursor(text: &str) -> Result<(DateTime<Utc>, String)> {
     Ok((time, id.as_str().to_owned()))
 }
 
-fn to_summary(row: IndexRow) -> Result<WorkflowSummary> {
+pub(crate) fn to_summary(row: IndexRow) -> Result<WorkflowSummary> {
     let (
         id,
         workflow_type,

@@ -26,6 +26,13 @@ pub struct OutboxMessage {
     pub payload: Vec<u8>,
 }
 
+/// A message as written, with its row id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxRow {
+    pub id: i64,
+    pub message: OutboxMessage,
+}
+
 /// A row a relay holds under lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimedMessage {

@@ -81,6 +81,26 @@ impl StoredEvent {
     }
 }
 
+/// A history entry: `{"seq", "type", "recorded_at", "data", "hash", "prev_hash"}`, plus
+/// `workflow_id` when asked — the shape of the history API and the events stream.
+pub fn entry_json(event: &StoredEvent, with_workflow_id: bool) -> Value {
+    let mut entry = json!({
+        "seq": event.seq.get(),
+        "type": event.event_type,
+        "recorded_at": format_timestamp(event.recorded_at),
+        "data": event.data().unwrap_or(Value::Null),
+        "hash": event.hash.to_hex(),
+        "prev_hash": event.prev_hash.to_hex(),
+    });
+    if let (true, Value::Object(map)) = (with_workflow_id, &mut entry) {
+        map.insert(
+            "workflow_id".into(),
+            Value::from(event.workflow_id.as_str()),
+        );
+    }
+    entry
+}
+
 /// Postgres keeps microseconds; truncating first makes the column and the hashed text agree.
 pub(crate) fn store_precision(at: DateTime<Utc>) -> DateTime<Utc> {
     at.trunc_subsecs(6)

@@ -1,10 +1,11 @@
 //! The `hcpflow` command line.
-//!
-//! Configuration is layered: defaults, then `HCPFLOW_*` environment variables (what
-//! `.dev/env` writes), then flags.
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+
+use crate::bench::{self, BenchArgs};
+use crate::config::ConfigArgs;
+use crate::server::{self, Role};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -19,8 +20,15 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Apply the database migrations and grant the application role its rights.
+    /// Apply the database migrations, grant the application role its rights, and create
+    /// the NATS streams.
     Migrate(MigrateArgs),
+    /// Run every role in one process: API, workflow and activity workers, relay, timers.
+    Server(ConfigArgs),
+    /// Run some roles only.
+    Worker(WorkerArgs),
+    /// Benchmark a running server over NATS.
+    Bench(BenchCommand),
 }
 
 #[derive(Debug, clap::Args)]
@@ -31,29 +39,90 @@ pub struct MigrateArgs {
     /// The application's Postgres URL; its role is granted append-only rights.
     #[arg(long, env = "HCPFLOW_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
+    /// Skip creating the NATS streams.
+    #[arg(long)]
+    pub no_streams: bool,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WorkerArgs {
+    /// api, workflow, activity, relay or timer; repeat or comma-separate for several.
+    #[arg(long = "role", required = true, value_delimiter = ',')]
+    pub roles: Vec<Role>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchCommand {
+    #[command(flatten)]
+    pub bench: BenchArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 impl Cli {
     pub async fn run(self) -> anyhow::Result<()> {
         match self.command {
-            Command::Migrate(args) => migrate(args).await,
+            Command::Migrate(args) => {
+                let role = crate::migrate::database(
+                    &args.database_admin_url,
+                    args.database_url.as_deref(),
+                )
+                .await?;
+                match role {
+                    Some(role) => {
+                        println!("database migrated; application role {role} may read and append")
+                    }
+                    None => {
+                        println!("database migrated (no application role given: no grants changed)")
+                    }
+                }
+                if !args.no_streams {
+                    let (nats, prefix) = args.config.nats()?;
+                    let max_body = args
+                        .config
+                        .max_body_bytes
+                        .unwrap_or(crate::config::DEFAULT_MAX_BODY_BYTES);
+                    crate::migrate::streams(&nats, &prefix, max_body)
+                        .await
+                        .context("creating the NATS streams")?;
+                    println!("NATS streams ready under prefix {prefix}");
+                }
+                Ok(())
+            }
+            Command::Server(config) => {
+                let config = config.resolve()?;
+                server::run(config, &Role::ALL, server::shutdown_on_signals()).await
+            }
+            Command::Worker(args) => {
+                let config = args.config.resolve()?;
+                let mut roles = args.roles;
+                roles.sort();
+                roles.dedup();
+                server::run(config, &roles, server::shutdown_on_signals()).await
+            }
+            Command::Bench(args) => {
+                let (nats, prefix) = args.config.nats()?;
+                let report = bench::run(
+                    &nats,
+                    &prefix,
+                    args.config.database_url.as_deref(),
+                    &args.bench,
+                )
+                .await?;
+                report.print(&args.bench);
+                if report.failed > 0 {
+                    anyhow::bail!(
+                        "{} of {} workflows did not complete",
+                        report.failed,
+                        args.bench.count
+                    );
+                }
+                Ok(())
+            }
         }
     }
-}
-
-async fn migrate(args: MigrateArgs) -> anyhow::Result<()> {
-    let role = args
-        .database_url
-        .as_deref()
-        .map(hcpflow_eventstore::migrate::role_of_url)
-        .transpose()
-        .context("reading the application role from --database-url")?;
-    hcpflow_eventstore::migrate::run_with_url(&args.database_admin_url, role.as_deref())
-        .await
-        .context("migrating the database")?;
-    match role {
-        Some(role) => println!("database migrated; application role {role} may read and append"),
-        None => println!("database migrated (no application role given: no grants changed)"),
-    }
-    Ok(())
 }

@@ -1,9 +1,34 @@
-//! hcpflow's workers and the `hcpflow` command.
+//! hcpflow's workers and the `hcpflow` command: the engine run for real, with history in
+//! Postgres and work carried by NATS JetStream.
 //!
-//! Status: only `hcpflow migrate` exists. NATS dispatch, the workflow and activity
-//! workers, the outbox relay, the timer service and `hcpflow server` arrive with the
-//! "Dispatch over NATS JetStream" issue.
-//!
-//! - [`cli`]: the command line, with its layered configuration.
+//! Where to start reading:
+//! - [`server`]: the roles and how a process runs them;
+//! - [`journal`]: appending to a history and dispatching what the append caused;
+//! - [`workflow_worker`], [`activity_worker`], [`timer_service`], [`relay`],
+//!   [`sweeper`]: the roles;
+//! - [`api`], [`submit`], [`intake`]: the public NATS API (DESIGN.md §4);
+//! - [`builtin`]: `noop_chain` and `noop_fanout`;
+//! - [`config`], [`cli`]: configuration and the command line.
 
+pub mod activities;
+pub mod activity_worker;
+pub mod api;
+pub mod bench;
+pub mod builtin;
+pub mod catalog;
 pub mod cli;
+pub mod config;
+pub mod intake;
+pub mod journal;
+pub mod metrics;
+pub mod migrate;
+pub mod nats;
+pub mod relay;
+pub mod server;
+pub mod step;
+pub mod subjects;
+pub mod submit;
+pub mod sweeper;
+pub mod timer_service;
+pub mod wire;
+pub mod workflow_worker;

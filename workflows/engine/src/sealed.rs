@@ -20,6 +20,7 @@ use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::canonical;
 
@@ -129,6 +130,8 @@ struct SealKey {
 /// The seal keys: the first seals, all of them open. `Debug` shows only key ids.
 pub struct Keyring {
     keys: Vec<SealKey>,
+    /// Derived from the active key: makes digests of secret-bearing inputs unguessable.
+    digest_key: [u8; 32],
 }
 
 impl fmt::Debug for Keyring {
@@ -143,6 +146,7 @@ impl Keyring {
     /// `,<id>:<base64>` for older keys that must still open.
     pub fn parse(spec: &str) -> Result<Self, SealError> {
         let mut keys = Vec::new();
+        let mut digest_key = [0u8; 32];
         for (index, entry) in spec.split(',').map(str::trim).enumerate() {
             let invalid =
                 |why: &str| SealError::InvalidKeySpec(format!("entry {}: {why}", index + 1));
@@ -166,6 +170,12 @@ impl Keyring {
             if keys.iter().any(|k: &SealKey| k.id == id) {
                 return Err(invalid("duplicate key id"));
             }
+            if keys.is_empty() {
+                let mut hasher = Sha256::new();
+                hasher.update(b"hcpflow digest key\0");
+                hasher.update(&raw);
+                digest_key = hasher.finalize().into();
+            }
             keys.push(SealKey {
                 id: id.to_owned(),
                 cipher: ChaCha20Poly1305::new(Key::from_slice(&raw)),
@@ -174,7 +184,16 @@ impl Keyring {
         if keys.is_empty() {
             return Err(SealError::InvalidKeySpec("no keys".into()));
         }
-        Ok(Self { keys })
+        Ok(Self { keys, digest_key })
+    }
+
+    /// A keyed SHA-256 (hex) of `data`: equal inputs give equal digests, but nobody
+    /// without the key can test a guess of a secret against it.
+    pub fn keyed_digest(&self, data: &[u8]) -> String {
+        let mut hasher = Sha256::new();
+        hasher.update(self.digest_key);
+        hasher.update(data);
+        hex::encode(hasher.finalize())
     }
 
     /// The id new seals are made with.

@@ -1,0 +1,87 @@
+//! Activity implementations by type name, and what an implementation is handed.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use hcpflow_engine::event::ResourceRef;
+use hcpflow_engine::{ActivityFailure, IdempotencyKey, Seq, WorkflowId};
+use serde_json::Value;
+
+/// What an activity implementation receives.
+#[derive(Debug, Clone)]
+pub struct ActivityInput {
+    pub workflow_id: WorkflowId,
+    pub scheduled_seq: Seq,
+    pub attempt: u32,
+    /// Pass as ClientToken / CallerReference and tag with it: the same for every attempt.
+    pub idempotency_key: IdempotencyKey,
+    pub input: Value,
+    pub ledger: Ledger,
+}
+
+/// Objects the activity created or deleted, recorded with its outcome.
+#[derive(Debug, Clone, Default)]
+pub struct Ledger {
+    entries: Arc<Mutex<Vec<(bool, ResourceRef)>>>,
+}
+
+impl Ledger {
+    pub fn created(&self, resource: ResourceRef) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.push((true, resource));
+        }
+    }
+
+    pub fn deleted(&self, resource: ResourceRef) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.push((false, resource));
+        }
+    }
+
+    /// `(created?, resource)` in the order recorded.
+    pub fn take(&self) -> Vec<(bool, ResourceRef)> {
+        self.entries
+            .lock()
+            .map(|mut e| std::mem::take(&mut *e))
+            .unwrap_or_default()
+    }
+}
+
+pub type ActivityFuture = Pin<Box<dyn Future<Output = Result<Value, ActivityFailure>> + Send>>;
+type Handler = Arc<dyn Fn(ActivityInput) -> ActivityFuture + Send + Sync>;
+
+#[derive(Default, Clone)]
+pub struct ActivityRegistry {
+    handlers: BTreeMap<String, Handler>,
+}
+
+impl fmt::Debug for ActivityRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.handlers.keys()).finish()
+    }
+}
+
+impl ActivityRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn register<F, Fut>(&mut self, activity_type: &str, handler: F) -> &mut Self
+    where
+        F: Fn(ActivityInput) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ActivityFailure>> + Send + 'static,
+    {
+        self.handlers.insert(
+            activity_type.to_owned(),
+            Arc::new(move |input| Box::pin(handler(input))),
+        );
+        self
+    }
+
+    pub fn get(&self, activity_type: &str) -> Option<Handler> {
+        self.handlers.get(activity_type).cloned()
+    }
+}

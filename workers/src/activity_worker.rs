@@ -1,0 +1,262 @@
+//! The activity worker: runs one attempt of an activity with its idempotency key,
+//! heartbeats while it runs, records the outcome, then acks.
+//!
+//! Guarantees: an activity may run more than once (a crash before the ack, a
+//! redelivery); its outcome is recorded once — a second outcome for the same attempt is
+//! dropped. A worker that dies mid-attempt stops heartbeating, and NATS redelivers the
+//! task after the ack wait.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use hcpflow_engine::event::{ActivityCompleted, ActivityFailed, ResourceCreated, ResourceDeleted};
+use hcpflow_engine::history::accepts_activity_outcome;
+use hcpflow_engine::{ActivityFailure, IdempotencyKey, RetryDecision, Seq, Timestamp, WorkflowId};
+use hcpflow_eventstore::{Error as StoreError, LedgerAction, LedgerEntry, NewTimer, TimerKind};
+use tokio::sync::{watch, Semaphore};
+
+use crate::activities::{ActivityInput, ActivityRegistry, Ledger};
+use crate::journal::{to_datetime, Journal, Write};
+use crate::nats::ACK_WAIT;
+use crate::wire::ActivityTaskMessage;
+
+#[derive(Debug)]
+pub struct ActivityWorker {
+    pub journal: Arc<Journal>,
+    pub activities: Arc<ActivityRegistry>,
+    pub concurrency: usize,
+}
+
+impl ActivityWorker {
+    pub async fn run(
+        self: Arc<Self>,
+        consumer: async_nats::jetstream::consumer::PullConsumer,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> anyhow::Result<()> {
+        let mut messages = consumer.messages().await?;
+        let permits = Arc::new(Semaphore::new(self.concurrency));
+        loop {
+            let next = tokio::select! {
+                _ = shutdown.changed() => break,
+                next = messages.next() => next,
+            };
+            let Some(message) = next else { break };
+            let message = match message {
+                Ok(message) => message,
+                Err(error) => {
+                    tracing::warn!(%error, "activity task stream error");
+                    continue;
+                }
+            };
+            let permit = permits.clone().acquire_owned().await?;
+            let worker = self.clone();
+            tokio::spawn(async move {
+                worker.handle(message).await;
+                drop(permit);
+            });
+        }
+        let _ = permits
+            .acquire_many(u32::try_from(self.concurrency).unwrap_or(u32::MAX))
+            .await;
+        Ok(())
+    }
+
+    async fn handle(&self, message: async_nats::jetstream::Message) {
+        if message.info().is_ok_and(|info| info.delivered > 1) {
+            self.journal.metrics.redeliveries.inc();
+        }
+        let task: ActivityTaskMessage = match serde_json::from_slice(&message.payload) {
+            Ok(task) => task,
+            Err(error) => {
+                tracing::error!(%error, "malformed activity task dropped");
+                let _ = message.ack().await;
+                return;
+            }
+        };
+        let message = Arc::new(message);
+        // Heartbeat: tell NATS the attempt is alive, so only a dead worker's task returns,
+        // and keep the workflow fresh so the sweeper does not re-enqueue a long attempt.
+        let beat = {
+            let message = message.clone();
+            let journal = self.journal.clone();
+            let id = WorkflowId::new(task.workflow_id.clone()).ok();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(ACK_WAIT / 3).await;
+                    if message
+                        .ack_with(async_nats::jetstream::AckKind::Progress)
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                    if let Some(id) = &id {
+                        let _ = journal.store.touch(id).await;
+                    }
+                }
+            })
+        };
+        let outcome = self.attempt(&task).await;
+        beat.abort();
+        match outcome {
+            Ok(()) => {
+                let _ = message.ack().await;
+            }
+            Err(error) => {
+                tracing::warn!(workflow_id = %task.workflow_id, seq = task.scheduled_seq, %error, "recording the activity failed; NATS will redeliver");
+                let _ = message
+                    .ack_with(async_nats::jetstream::AckKind::Nak(Some(
+                        Duration::from_secs(1),
+                    )))
+                    .await;
+            }
+        }
+    }
+
+    /// Runs the attempt and records its outcome — once: a second outcome for the same
+    /// attempt is dropped. With the workflow role in this process, the workflow's next
+    /// commands are appended in the same transaction.
+    pub async fn attempt(&self, task: &ActivityTaskMessage) -> anyhow::Result<()> {
+        let (Ok(id), Ok(seq)) = (
+            WorkflowId::new(task.workflow_id.clone()),
+            Seq::new(task.scheduled_seq),
+        ) else {
+            tracing::error!(workflow_id = %task.workflow_id, seq = task.scheduled_seq, "activity task with an invalid id or seq dropped");
+            return Ok(());
+        };
+        let ledger = Ledger::default();
+        let input = ActivityInput {
+            workflow_id: id.clone(),
+            scheduled_seq: seq,
+            attempt: task.attempt,
+            idempotency_key: IdempotencyKey::for_activity(&id, seq),
+            input: task.input.clone(),
+            ledger: ledger.clone(),
+        };
+        let started = Instant::now();
+        let result = match self.activities.get(&task.activity_type) {
+            None => Err(ActivityFailure::permanent(
+                "UnknownActivity",
+                format!("no worker here implements activity {}", task.activity_type),
+            )),
+            Some(handler) => {
+                let limit = Duration::from_millis(task.options.start_to_close_timeout_ms);
+                match tokio::time::timeout(limit, handler(input)).await {
+                    Ok(result) => result,
+                    Err(_) => Err(ActivityFailure::retryable(
+                        "Timeout",
+                        format!("attempt ran longer than its start-to-close timeout of {limit:?}"),
+                    )),
+                }
+            }
+        };
+        self.journal.metrics.activity_tasks.inc();
+        self.journal.metrics.activity_time.record(started.elapsed());
+        tracing::debug!(workflow_id = %id, seq = %seq, attempt = task.attempt, activity = %task.activity_type, ok = result.is_ok(), "activity attempt ran");
+        let resources = ledger.take();
+
+        let step = self
+            .journal
+            .step(&id, |_, history| {
+                if !accepts_activity_outcome(history, seq, task.attempt) {
+                    return None;
+                }
+                Some(outcome_write(seq, task, &result, &resources))
+            })
+            .await;
+        match step {
+            Ok(step) if step.nothing_to_do => {
+                self.journal.metrics.duplicates_dropped.inc();
+                Ok(())
+            }
+            Ok(_) => Ok(()),
+            // A vanished workflow, or one the workflow worker blocks: nothing to record.
+            Err(
+                StoreError::NotFound(_) | StoreError::Decode { .. } | StoreError::Corrupt { .. },
+            ) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+}
+
+/// The events (ledger entries, then the outcome) and the retry timer of one attempt.
+fn outcome_write(
+    seq: Seq,
+    task: &ActivityTaskMessage,
+    result: &Result<serde_json::Value, ActivityFailure>,
+    resources: &[(bool, hcpflow_engine::event::ResourceRef)],
+) -> Write {
+    let attempt = task.attempt;
+    let mut write = Write::default();
+    for (created, resource) in resources {
+        write.ledger.push(LedgerEntry {
+            seq,
+            attempt,
+            action: if *created {
+                LedgerAction::Created
+            } else {
+                LedgerAction::Deleted
+            },
+            provider: resource.provider.clone(),
+            kind: resource.kind.clone(),
+            resource_id: resource.id.clone(),
+            region: resource.region.clone(),
+            cluster: resource.cluster.clone(),
+        });
+        write.events.push(if *created {
+            ResourceCreated {
+                activity_seq: seq,
+                attempt,
+                resource: resource.clone(),
+            }
+            .into()
+        } else {
+            ResourceDeleted {
+                activity_seq: seq,
+                attempt,
+                resource: resource.clone(),
+            }
+            .into()
+        });
+    }
+    match result {
+        Ok(value) => {
+            write.events.push(
+                ActivityCompleted {
+                    scheduled_seq: seq,
+                    attempt,
+                    result: value.clone(),
+                }
+                .into(),
+            );
+        }
+        Err(failure) => {
+            let retry_at = match task.options.retry.decide(attempt, failure) {
+                RetryDecision::RetryAfter(delay) => Some(now().after(delay)),
+                RetryDecision::GiveUp => None,
+            };
+            write.events.push(
+                ActivityFailed {
+                    scheduled_seq: seq,
+                    attempt,
+                    failure: failure.clone(),
+                    retry_at,
+                }
+                .into(),
+            );
+            if let Some(at) = retry_at {
+                write.timers.push(NewTimer {
+                    seq,
+                    kind: TimerKind::Retry,
+                    due_at: to_datetime(at),
+                });
+            }
+        }
+    }
+    write
+}
+
+fn now() -> Timestamp {
+    Timestamp::from_millis(u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0))
+}

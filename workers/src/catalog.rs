@@ -1,0 +1,127 @@
+//! The workflow types this process serves, with what intake needs to know about each:
+//! how to validate its input, which fields are secrets, which field is the concurrency
+//! key.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use hcpflow_engine::{WorkflowContext, WorkflowError, WorkflowRegistry};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+/// Checks a start input before anything is recorded; returns every problem found.
+pub type Validator = fn(&Value) -> Result<(), Vec<String>>;
+
+/// What intake knows about one workflow type.
+#[derive(Debug, Clone)]
+pub struct TypeInfo {
+    pub validate: Validator,
+    /// JSON pointers of string fields to seal at intake (`/pull_secret`).
+    pub secret_pointers: Vec<String>,
+    /// JSON pointer of the field whose value is the concurrency key (`/name`).
+    pub concurrency_key_pointer: Option<String>,
+}
+
+impl TypeInfo {
+    /// Validation only, no secrets, no concurrency key.
+    pub fn plain(validate: Validator) -> Self {
+        Self {
+            validate,
+            secret_pointers: Vec::new(),
+            concurrency_key_pointer: None,
+        }
+    }
+}
+
+/// Decodes the input as `T`: the validator of types whose input struct says it all.
+pub fn decodes_as<T: DeserializeOwned>(input: &Value) -> Result<(), Vec<String>> {
+    serde_json::from_value::<T>(input.clone())
+        .map(|_| ())
+        .map_err(|error| vec![format!("input: {}", scrub_values(&error.to_string()))])
+}
+
+/// Serde messages quote the offending value (`invalid type: string "hunter2"`); error
+/// messages travel to logs and the dead-letter stream, so quoted values are elided.
+pub fn scrub_values(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut in_quotes = false;
+    for ch in message.chars() {
+        match (ch, in_quotes) {
+            ('"', false) => {
+                in_quotes = true;
+                out.push_str("\"…");
+            }
+            ('"', true) => {
+                in_quotes = false;
+                out.push('"');
+            }
+            (_, true) => {}
+            (c, false) => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoted_values_are_elided() {
+        assert_eq!(
+            scrub_values("invalid type: string \"hunter2\", expected u32"),
+            "invalid type: string \"…\", expected u32"
+        );
+        assert_eq!(
+            scrub_values("missing field `steps`"),
+            "missing field `steps`"
+        );
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Catalog {
+    registry: WorkflowRegistry,
+    types: BTreeMap<String, TypeInfo>,
+}
+
+impl Catalog {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn register<I, O, F, Fut>(
+        &mut self,
+        name: &str,
+        workflow: F,
+        info: TypeInfo,
+    ) -> anyhow::Result<&mut Self>
+    where
+        I: DeserializeOwned + 'static,
+        O: Serialize + 'static,
+        F: Fn(WorkflowContext, I) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, WorkflowError>> + 'static,
+    {
+        self.registry.register(name, workflow)?;
+        self.types.insert(name.to_owned(), info);
+        Ok(self)
+    }
+
+    pub fn registry(&self) -> &WorkflowRegistry {
+        &self.registry
+    }
+
+    pub fn info(&self, name: &str) -> Option<&TypeInfo> {
+        self.types.get(name)
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.types.keys().cloned().collect()
+    }
+
+    pub fn shared(self) -> Arc<Self> {
+        Arc::new(self)
+    }
+}

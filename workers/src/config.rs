@@ -1,0 +1,289 @@
+//! Configuration, layered: defaults, then a TOML file (`--config`), then `HCPFLOW_*`
+//! environment variables, then flags. Only the binary reads the environment.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+
+use crate::nats::NatsConfig;
+
+/// A value that never shows in logs or `Debug` output.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// The resolved configuration of a server or worker process.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub database_url: Secret,
+    pub database_admin_url: Option<Secret>,
+    pub nats: NatsConfig,
+    pub prefix: String,
+    /// `HCPFLOW_SEAL_KEY`: seals submitted secrets at intake.
+    pub seal_key: Option<Secret>,
+    /// Largest request or submit body accepted, in bytes.
+    pub max_body_bytes: usize,
+    pub metrics_addr: Option<SocketAddr>,
+    /// Workflow tasks run at once by one process.
+    pub workflow_concurrency: usize,
+    /// Activity attempts run at once by one process.
+    pub activity_concurrency: usize,
+    /// Activity task queues this process serves.
+    pub task_queues: Vec<String>,
+}
+
+/// The config file: every key optional, unknown keys rejected.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub database_url: Option<Secret>,
+    pub database_admin_url: Option<Secret>,
+    pub nats_url: Option<String>,
+    pub nats_user: Option<String>,
+    pub nats_password: Option<Secret>,
+    pub nats_token: Option<Secret>,
+    pub nats_ca_file: Option<PathBuf>,
+    pub prefix: Option<String>,
+    pub seal_key: Option<Secret>,
+    pub max_body_bytes: Option<usize>,
+    pub metrics_addr: Option<SocketAddr>,
+    pub workflow_concurrency: Option<usize>,
+    pub activity_concurrency: Option<usize>,
+    pub task_queues: Option<Vec<String>>,
+}
+
+impl ConfigFile {
+    pub fn read(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config file {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("parsing config file {}", path.display()))
+    }
+}
+
+/// Connection settings shared by every subcommand that talks to the stack.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConfigArgs {
+    /// A TOML config file; environment variables and flags override it.
+    #[arg(long, env = "HCPFLOW_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// The application role's Postgres URL.
+    #[arg(long, env = "HCPFLOW_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// The migration owner's Postgres URL (migrations run at start when given).
+    #[arg(long, env = "HCPFLOW_DATABASE_ADMIN_URL", hide_env_values = true)]
+    pub database_admin_url: Option<String>,
+    #[arg(long, env = "HCPFLOW_NATS_URL")]
+    pub nats_url: Option<String>,
+    #[arg(long, env = "HCPFLOW_NATS_USER")]
+    pub nats_user: Option<String>,
+    #[arg(long, env = "HCPFLOW_NATS_PASSWORD", hide_env_values = true)]
+    pub nats_password: Option<String>,
+    #[arg(long, env = "HCPFLOW_NATS_TOKEN", hide_env_values = true)]
+    pub nats_token: Option<String>,
+    /// A CA file: connect to NATS over TLS and trust this CA.
+    #[arg(long, env = "HCPFLOW_NATS_CA_FILE")]
+    pub nats_ca_file: Option<PathBuf>,
+    /// Subject and stream prefix.
+    #[arg(long, env = "HCPFLOW_PREFIX")]
+    pub prefix: Option<String>,
+    #[arg(long, env = "HCPFLOW_SEAL_KEY", hide_env_values = true)]
+    pub seal_key: Option<String>,
+    #[arg(long, env = "HCPFLOW_MAX_BODY_BYTES")]
+    pub max_body_bytes: Option<usize>,
+    /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9464).
+    #[arg(long, env = "HCPFLOW_METRICS_ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+    #[arg(long, env = "HCPFLOW_WORKFLOW_CONCURRENCY")]
+    pub workflow_concurrency: Option<usize>,
+    #[arg(long, env = "HCPFLOW_ACTIVITY_CONCURRENCY")]
+    pub activity_concurrency: Option<usize>,
+    /// Activity task queues to serve, comma-separated.
+    #[arg(long, env = "HCPFLOW_TASK_QUEUES", value_delimiter = ',')]
+    pub task_queues: Option<Vec<String>>,
+}
+
+pub const DEFAULT_PREFIX: &str = "hcpflow";
+pub const DEFAULT_NATS_URL: &str = "nats://127.0.0.1:4222";
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+impl ConfigArgs {
+    /// Defaults ← file ← environment ← flags (clap already put env under flags).
+    pub fn resolve(&self) -> anyhow::Result<Config> {
+        let file = match &self.config {
+            Some(path) => ConfigFile::read(path)?,
+            None => ConfigFile::default(),
+        };
+        let Some(database_url) = self
+            .database_url
+            .clone()
+            .map(Secret::new)
+            .or(file.database_url)
+        else {
+            bail!("no database URL: set HCPFLOW_DATABASE_URL, --database-url or database_url in the config file");
+        };
+        let nats = NatsConfig {
+            url: self
+                .nats_url
+                .clone()
+                .or(file.nats_url)
+                .unwrap_or_else(|| DEFAULT_NATS_URL.to_owned()),
+            user: self.nats_user.clone().or(file.nats_user),
+            password: self
+                .nats_password
+                .clone()
+                .map(Secret::new)
+                .or(file.nats_password),
+            token: self.nats_token.clone().map(Secret::new).or(file.nats_token),
+            ca_file: self.nats_ca_file.clone().or(file.nats_ca_file),
+        };
+        if nats.user.is_some() != nats.password.is_some() {
+            bail!("NATS user and password must be given together");
+        }
+        let task_queues = self
+            .task_queues
+            .clone()
+            .or(file.task_queues)
+            .unwrap_or_else(|| vec!["default".to_owned()]);
+        Ok(Config {
+            database_url,
+            database_admin_url: self
+                .database_admin_url
+                .clone()
+                .map(Secret::new)
+                .or(file.database_admin_url),
+            nats,
+            prefix: self
+                .prefix
+                .clone()
+                .or(file.prefix)
+                .unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
+            seal_key: self.seal_key.clone().map(Secret::new).or(file.seal_key),
+            max_body_bytes: self
+                .max_body_bytes
+                .or(file.max_body_bytes)
+                .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+            metrics_addr: self.metrics_addr.or(file.metrics_addr),
+            workflow_concurrency: self
+                .workflow_concurrency
+                .or(file.workflow_concurrency)
+                .unwrap_or(32)
+                .max(1),
+            activity_concurrency: self
+                .activity_concurrency
+                .or(file.activity_concurrency)
+                .unwrap_or(64)
+                .max(1),
+            task_queues,
+        })
+    }
+
+    /// The NATS settings alone (clients such as `bench` need no database).
+    pub fn nats(&self) -> anyhow::Result<(NatsConfig, String)> {
+        let file = match &self.config {
+            Some(path) => ConfigFile::read(path)?,
+            None => ConfigFile::default(),
+        };
+        let nats = NatsConfig {
+            url: self
+                .nats_url
+                .clone()
+                .or(file.nats_url)
+                .unwrap_or_else(|| DEFAULT_NATS_URL.to_owned()),
+            user: self.nats_user.clone().or(file.nats_user),
+            password: self
+                .nats_password
+                .clone()
+                .map(Secret::new)
+                .or(file.nats_password),
+            token: self.nats_token.clone().map(Secret::new).or(file.nats_token),
+            ca_file: self.nats_ca_file.clone().or(file.nats_ca_file),
+        };
+        let prefix = self
+            .prefix
+            .clone()
+            .or(file.prefix)
+            .unwrap_or_else(|| DEFAULT_PREFIX.to_owned());
+        Ok((nats, prefix))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> ConfigArgs {
+        ConfigArgs {
+            config: None,
+            database_url: None,
+            database_admin_url: None,
+            nats_url: None,
+            nats_user: None,
+            nats_password: None,
+            nats_token: None,
+            nats_ca_file: None,
+            prefix: None,
+            seal_key: None,
+            max_body_bytes: None,
+            metrics_addr: None,
+            workflow_concurrency: None,
+            activity_concurrency: None,
+            task_queues: None,
+        }
+    }
+
+    #[test]
+    fn flags_and_env_override_the_file_which_overrides_defaults() {
+        let dir = std::env::temp_dir().join(format!("hcpflow-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("hcpflow.toml");
+        std::fs::write(
+            &path,
+            "database_url = \"postgres://file\"\nprefix = \"fromfile\"\nmax_body_bytes = 10\n",
+        )
+        .unwrap();
+        let mut args = args();
+        args.config = Some(path.clone());
+        args.prefix = Some("fromflag".into());
+        let config = args.resolve().unwrap();
+        assert_eq!(config.database_url.expose(), "postgres://file");
+        assert_eq!(config.prefix, "fromflag");
+        assert_eq!(config.max_body_bytes, 10);
+        assert_eq!(config.nats.url, DEFAULT_NATS_URL);
+        assert!(
+            !format!("{config:?}").contains("postgres://file"),
+            "secrets stay out of Debug"
+        );
+
+        std::fs::write(&path, "databse_url = \"typo\"\n").unwrap();
+        assert!(args.resolve().is_err(), "unknown keys are rejected");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_database_url_is_required_and_nats_credentials_come_in_pairs() {
+        assert!(args().resolve().is_err());
+        let mut with_user = args();
+        with_user.database_url = Some("postgres://x".into());
+        with_user.nats_user = Some("u".into());
+        assert!(with_user.resolve().is_err());
+    }
+}

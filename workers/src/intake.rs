@@ -1,0 +1,196 @@
+//! Starting workflows: from the request/reply API, the submit stream and parents.
+//!
+//! Guarantees: a start is answered only after it is committed in Postgres. The same id
+//! with the same input is `already_started`; with another input it is a `conflict`.
+//! Secret fields are sealed before anything is recorded.
+
+use std::sync::Arc;
+
+use hcpflow_engine::event::{ChildStarted, ParentRef, WorkflowStarted};
+use hcpflow_engine::{canonical, Keyring, Seq, WorkflowId, WorkflowStatus};
+use hcpflow_eventstore::{NewWorkflow, OutboxMessage};
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::catalog::Catalog;
+use crate::journal::{Journal, Write};
+use crate::subjects::Subjects;
+use crate::wire::{ApiError, ErrorCode};
+
+/// A start request, as the API and the submit stream take it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartRequest {
+    pub workflow_type: String,
+    pub workflow_id: Option<String>,
+    pub input: Value,
+    /// Set only on internal child starts; verified against the parent's history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentRef>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartStatus {
+    Started,
+    AlreadyStarted,
+}
+
+impl StartStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Started => "started",
+            Self::AlreadyStarted => "already_started",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Intake {
+    pub journal: Arc<Journal>,
+    pub catalog: Arc<Catalog>,
+    pub keyring: Option<Arc<Keyring>>,
+}
+
+impl Intake {
+    /// Validates, seals and records a start.
+    pub async fn start(
+        &self,
+        request: StartRequest,
+    ) -> Result<(WorkflowId, StartStatus), ApiError> {
+        let info = self.catalog.info(&request.workflow_type).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::UnknownWorkflowType,
+                format!(
+                    "unknown workflow_type {:?}; this server runs {}",
+                    request.workflow_type,
+                    self.catalog.names().join(", ")
+                ),
+            )
+        })?;
+        let id = match &request.workflow_id {
+            Some(id) => WorkflowId::new(id.clone())
+                .map_err(|e| ApiError::invalid(format!("workflow_id: {e}")))?,
+            None => generated_id(),
+        };
+        (info.validate)(&request.input)
+            .map_err(|problems| ApiError::invalid(problems.join("; ")))?;
+        let concurrency_key = match &info.concurrency_key_pointer {
+            Some(pointer) => Some(
+                request
+                    .input
+                    .pointer(pointer)
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| {
+                        ApiError::invalid(format!("input{pointer}: a string is required"))
+                    })?
+                    .to_owned(),
+            ),
+            None => None,
+        };
+        let digest = self.digest(&request.workflow_type, &request.input);
+        let input = self.seal(request.input, &info.secret_pointers)?;
+
+        let started = WorkflowStarted {
+            workflow_type: request.workflow_type.clone(),
+            input,
+            concurrency_key: concurrency_key.clone(),
+            parent: request.parent.clone(),
+        };
+        let write = Write {
+            events: vec![started.into()],
+            messages: vec![self.journal.workflow_task(&id, Seq::FIRST)],
+            ..Write::default()
+        };
+        let workflow = NewWorkflow {
+            workflow_type: request.workflow_type,
+            status: WorkflowStatus::Running,
+            concurrency_key,
+            parent_id: request.parent.map(|p| p.workflow_id),
+            input_digest: Some(digest.clone()),
+        };
+        match self.journal.create(&workflow, &id, write).await {
+            Ok(_) => Ok((id, StartStatus::Started)),
+            Err(hcpflow_eventstore::Error::AlreadyExists { input_digest, .. })
+                if input_digest.as_deref() == Some(&digest) =>
+            {
+                Ok((id, StartStatus::AlreadyStarted))
+            }
+            Err(hcpflow_eventstore::Error::AlreadyExists { .. }) => Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!("workflow {id} already exists with another type or input"),
+            )),
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    /// Digest of type and plaintext input, keyed when a seal key is configured so a
+    /// digest of a secret-bearing input reveals nothing.
+    fn digest(&self, workflow_type: &str, input: &Value) -> String {
+        let bytes = canonical::to_vec(&json!({"workflow_type": workflow_type, "input": input}));
+        match &self.keyring {
+            Some(keyring) => keyring.keyed_digest(&bytes),
+            None => hex::encode(Sha256::digest(&bytes)),
+        }
+    }
+
+    fn seal(&self, mut input: Value, pointers: &[String]) -> Result<Value, ApiError> {
+        for pointer in pointers {
+            let Some(field) = input.pointer_mut(pointer) else {
+                continue;
+            };
+            let Value::String(secret) = field else {
+                if field.is_null() {
+                    continue;
+                }
+                return Err(ApiError::invalid(format!(
+                    "input{pointer}: a string is required"
+                )));
+            };
+            if secret.starts_with("sealed:v1:") {
+                continue;
+            }
+            let keyring = self.keyring.as_ref().ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::Unavailable,
+                    "no seal key is configured (HCPFLOW_SEAL_KEY); secrets cannot be accepted",
+                )
+            })?;
+            let sealed = keyring
+                .seal(&*secret)
+                .map_err(|e| ApiError::internal(format!("sealing input{pointer}: {e}")))?;
+            *field = Value::String(sealed.to_wire());
+        }
+        Ok(input)
+    }
+}
+
+fn generated_id() -> WorkflowId {
+    let mut bytes = [0u8; 16];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    WorkflowId::new(format!("wf-{}", hex::encode(bytes)))
+        .unwrap_or_else(|_| unreachable!("hex ids are valid"))
+}
+
+/// The submit message that starts a child; the parent's seq makes it idempotent.
+pub fn child_start_message(
+    subjects: &Subjects,
+    parent: &WorkflowId,
+    seq: Seq,
+    child: &ChildStarted,
+) -> OutboxMessage {
+    let request = StartRequest {
+        workflow_type: child.workflow_type.clone(),
+        workflow_id: Some(child.child_id.to_string()),
+        input: child.input.clone(),
+        parent: Some(ParentRef {
+            workflow_id: parent.clone(),
+            seq,
+        }),
+    };
+    OutboxMessage {
+        subject: subjects.submit_start(),
+        msg_id: format!("child-{}", child.child_id),
+        payload: serde_json::to_vec(&request).unwrap_or_default(),
+    }
+}

@@ -1,0 +1,127 @@
+//! Connecting to NATS, and creating the streams and consumers (idempotently).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use async_nats::jetstream::{self, consumer, stream};
+
+use crate::config::Secret;
+use crate::subjects::{StreamRole, Subjects};
+
+#[derive(Debug, Clone)]
+pub struct NatsConfig {
+    pub url: String,
+    pub user: Option<String>,
+    pub password: Option<Secret>,
+    pub token: Option<Secret>,
+    /// Connect over TLS, trusting this CA.
+    pub ca_file: Option<PathBuf>,
+}
+
+/// How long a worker may hold a task without a heartbeat before NATS redelivers it.
+pub const ACK_WAIT: Duration = Duration::from_secs(30);
+/// How long a `Nats-Msg-Id` is remembered on the task stream.
+pub const TASK_DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
+
+pub async fn connect(config: &NatsConfig, name: &str) -> anyhow::Result<async_nats::Client> {
+    let mut options = async_nats::ConnectOptions::new()
+        .name(name)
+        .retry_on_initial_connect()
+        .connection_timeout(Duration::from_secs(5));
+    if let (Some(user), Some(password)) = (&config.user, &config.password) {
+        options = options.user_and_password(user.clone(), password.expose().to_owned());
+    }
+    if let Some(token) = &config.token {
+        options = options.token(token.expose().to_owned());
+    }
+    if let Some(ca) = &config.ca_file {
+        options = options.add_root_certificates(ca.clone()).require_tls(true);
+    }
+    let client = tokio::time::timeout(
+        Duration::from_secs(30),
+        options.connect(config.url.as_str()),
+    )
+    .await
+    .with_context(|| format!("timed out connecting to NATS at {}", config.url))?
+    .with_context(|| format!("connecting to NATS at {}", config.url))?;
+    Ok(client)
+}
+
+/// Creates the streams of DESIGN.md §4 if missing; returns nothing but errors.
+///
+/// Work-queue streams reject overlapping consumer filters, so every consumer filters
+/// one subject of its own.
+pub async fn ensure_streams(
+    js: &jetstream::Context,
+    subjects: &Subjects,
+    max_payload: i32,
+) -> anyhow::Result<()> {
+    for role in StreamRole::ALL {
+        let name = subjects.stream(role);
+        let config = match role {
+            StreamRole::Submit => stream::Config {
+                name: name.clone(),
+                subjects: vec![subjects.submit_all()],
+                retention: stream::RetentionPolicy::WorkQueue,
+                max_message_size: max_payload,
+                duplicate_window: Duration::from_secs(120),
+                ..Default::default()
+            },
+            StreamRole::Tasks => stream::Config {
+                name: name.clone(),
+                subjects: vec![subjects.tasks_all()],
+                retention: stream::RetentionPolicy::WorkQueue,
+                duplicate_window: TASK_DUPLICATE_WINDOW,
+                ..Default::default()
+            },
+            StreamRole::Events => stream::Config {
+                name: name.clone(),
+                subjects: vec![subjects.events_all()],
+                retention: stream::RetentionPolicy::Limits,
+                max_age: Duration::from_secs(7 * 24 * 3600),
+                duplicate_window: Duration::from_secs(120),
+                ..Default::default()
+            },
+            StreamRole::DeadLetter => stream::Config {
+                name: name.clone(),
+                subjects: vec![subjects.dead_letter_all()],
+                retention: stream::RetentionPolicy::Limits,
+                max_age: Duration::from_secs(30 * 24 * 3600),
+                ..Default::default()
+            },
+        };
+        js.get_or_create_stream(config)
+            .await
+            .with_context(|| format!("creating stream {name}"))?;
+    }
+    Ok(())
+}
+
+/// A durable pull consumer on one subject of a stream, created if missing.
+pub async fn durable_consumer(
+    js: &jetstream::Context,
+    stream_name: &str,
+    durable: &str,
+    filter_subject: String,
+) -> anyhow::Result<consumer::PullConsumer> {
+    let stream = js
+        .get_stream(stream_name)
+        .await
+        .with_context(|| format!("opening stream {stream_name}"))?;
+    let consumer = stream
+        .get_or_create_consumer(
+            durable,
+            consumer::pull::Config {
+                durable_name: Some(durable.to_owned()),
+                filter_subject,
+                ack_policy: consumer::AckPolicy::Explicit,
+                ack_wait: ACK_WAIT,
+                max_ack_pending: 10_000,
+                ..Default::default()
+            },
+        )
+        .await
+        .with_context(|| format!("creating consumer {durable} on {stream_name}"))?;
+    Ok(consumer)
+}

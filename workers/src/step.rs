@@ -1,0 +1,210 @@
+//! One step of a workflow in one transaction: record the inputs that arrived (an
+//! activity outcome, a fired timer, a child's end), run the workflow code over the
+//! history they complete, and append its commands — all under the workflow's row lock,
+//! with one commit.
+//!
+//! A process without the workflow role records the inputs and wakes the workflow
+//! through NATS instead.
+
+use chrono::{SubsecRound, Utc};
+use hcpflow_engine::event::{Event, HistoryEvent};
+use hcpflow_engine::{
+    run_workflow_task, ExecError, OsEntropy, Seq, Timestamp, WorkflowId, WorkflowStatus,
+};
+use hcpflow_eventstore::{Appended, Error as StoreError, StoredEvent, WorkflowSummary};
+
+use crate::journal::{Journal, Write};
+
+/// What a step did.
+#[derive(Debug, Default)]
+pub struct StepOutcome {
+    pub appended: Option<Appended>,
+    /// The workflow code diverged from its history: the workflow must be blocked.
+    pub blocked: Option<ExecError>,
+    /// Inputs were refused by `inputs` (a duplicate outcome, a fired timer...).
+    pub nothing_to_do: bool,
+}
+
+struct Decision {
+    blocked: Option<ExecError>,
+    nothing_to_do: bool,
+    /// A blocked workflow replays again: its status to return to.
+    unblocked: Option<WorkflowStatus>,
+}
+
+impl Journal {
+    /// Runs a step. `inputs` sees the current history and returns the input events to
+    /// record (with their ledger rows and timers in `Write`), or `None` to record
+    /// nothing; with no inputs the step only runs the workflow code.
+    pub async fn step(
+        &self,
+        id: &WorkflowId,
+        inputs: impl FnOnce(&WorkflowSummary, &[HistoryEvent]) -> Option<Write> + Send,
+    ) -> Result<StepOutcome, StoreError> {
+        let catalog = self.catalog.clone();
+        let now = Utc::now().trunc_subsecs(3);
+        let (appended, decision) = self
+            .store
+            .append_locked(id, |summary, stored| {
+                let history = decode(stored)?;
+                let Some(mut write) = inputs(summary, &history) else {
+                    return Ok((
+                        None,
+                        Decision {
+                            blocked: None,
+                            nothing_to_do: true,
+                            unblocked: None,
+                        },
+                    ));
+                };
+                let first_input = summary.next_seq;
+                let stamp =
+                    Timestamp::from_millis(u64::try_from(now.timestamp_millis()).unwrap_or(0));
+                let mut full = history;
+                for (offset, event) in write.events.iter().enumerate() {
+                    full.push(HistoryEvent {
+                        seq: first_input.advance(offset as u64),
+                        recorded_at: stamp,
+                        event: event.clone(),
+                    });
+                }
+                let runnable = matches!(
+                    summary.status,
+                    WorkflowStatus::Running
+                        | WorkflowStatus::Compensating
+                        | WorkflowStatus::Blocked
+                ) && !full.iter().any(|e| e.event.is_terminal());
+                let mut blocked = None;
+                let mut unblocked = None;
+                match (&catalog, runnable) {
+                    (Some(catalog), true) => {
+                        match run_workflow_task(catalog.registry(), id, &full, Box::new(OsEntropy))
+                        {
+                            Ok(outcome) => {
+                                if !outcome.commands.is_empty()
+                                    || summary.status == WorkflowStatus::Blocked
+                                {
+                                    write.status = Some(outcome.status);
+                                }
+                                if summary.status == WorkflowStatus::Blocked {
+                                    unblocked = Some(outcome.status);
+                                }
+                                self.add_commands(id, &full, &outcome, &mut write);
+                            }
+                            Err(error) => blocked = Some(error),
+                        }
+                    }
+                    (None, true) if wakes(&write.events) => {
+                        let last = first_input.advance(write.events.len().saturating_sub(1) as u64);
+                        write.messages.push(self.workflow_task(id, last));
+                    }
+                    _ => {}
+                }
+                let decision = Decision {
+                    blocked,
+                    nothing_to_do: false,
+                    unblocked,
+                };
+                if write.events.is_empty() {
+                    return Ok((None, decision));
+                }
+                let mut batch = self.batch(id, first_input, write);
+                batch.recorded_at = Some(now);
+                Ok((Some(batch), decision))
+            })
+            .await?;
+        match &appended {
+            Some(appended) => self.after_commit(appended).await,
+            None => {
+                if let Some(status) = decision.unblocked {
+                    self.store.clear_blocked(id, status).await?;
+                }
+            }
+        }
+        if let Some(error) = &decision.blocked {
+            tracing::error!(workflow_id = %id, %error, "workflow blocked");
+            self.metrics.blocked.inc();
+            self.store.set_blocked(id, &error.to_string()).await?;
+        }
+        Ok(StepOutcome {
+            appended,
+            blocked: decision.blocked,
+            nothing_to_do: decision.nothing_to_do,
+        })
+    }
+
+    /// Adds the commands of a workflow task to `write`, with everything they cause.
+    pub fn add_commands(
+        &self,
+        id: &WorkflowId,
+        history: &[HistoryEvent],
+        outcome: &hcpflow_engine::TaskOutcome,
+        write: &mut Write,
+    ) {
+        write.events.extend(outcome.commands.iter().cloned());
+        self.dispatch_commands(id, outcome.first_seq, &outcome.commands, write);
+        if let Some(terminal) = outcome.commands.iter().find(|c| c.is_terminal()) {
+            let (output, error) = result_of(terminal);
+            write.output = output;
+            write.error = error;
+            if let Some(Event::WorkflowStarted(started)) = history.first().map(|e| &e.event) {
+                if let Some(parent) = &started.parent {
+                    write
+                        .messages
+                        .push(self.child_done(&parent.workflow_id, id, parent.seq));
+                }
+            }
+        }
+    }
+
+    /// Publishes what the append wrote and wakes a workflow it promoted.
+    pub async fn after_commit(&self, appended: &Appended) {
+        self.publish_rows(&appended.outbox).await;
+        if let Some(promoted) = &appended.promoted {
+            let wake = self.workflow_task(promoted, Seq::FIRST);
+            if let Err(error) = self.publish(&wake).await {
+                tracing::warn!(workflow_id = %promoted, %error, "waking a promoted workflow failed; the sweeper will");
+            }
+        }
+    }
+}
+
+/// Inputs the workflow reacts to (not intermediate failures or ledger entries).
+fn wakes(events: &[Event]) -> bool {
+    events.iter().any(|event| match event {
+        Event::ActivityFailed(failed) => failed.retry_at.is_none(),
+        Event::ResourceCreated(_) | Event::ResourceDeleted(_) => false,
+        other => !other.is_command(),
+    })
+}
+
+fn decode(stored: &[StoredEvent]) -> Result<Vec<HistoryEvent>, StoreError> {
+    stored.iter().map(StoredEvent::to_history_event).collect()
+}
+
+/// The index's output and error for a terminal event.
+pub fn result_of(terminal: &Event) -> (Option<serde_json::Value>, Option<serde_json::Value>) {
+    use serde_json::json;
+    match terminal {
+        Event::WorkflowCompleted(done) => (Some(done.output.clone()), None),
+        Event::WorkflowFailed(failed) => (
+            None,
+            Some(
+                json!({"kind": "failed", "message": failed.error.to_string(), "cause": failed.error, "left": failed.left}),
+            ),
+        ),
+        Event::WorkflowCompensated(done) => (
+            None,
+            Some(
+                json!({"kind": "compensated", "message": done.cause.to_string(), "cause": done.cause}),
+            ),
+        ),
+        Event::WorkflowCancelled(cancelled) => (
+            None,
+            Some(
+                json!({"kind": "cancelled", "message": cancelled.reason.clone().unwrap_or_else(|| "cancelled".into())}),
+            ),
+        ),
+        _ => (None, None),
+    }
+}

@@ -1,0 +1,148 @@
+//! Durable fire-and-forget submission on `<prefix>.submit.v1.start` (stream
+//! `<PREFIX>_SUBMIT`). Accepted starts show up on the events subject; rejects go to the
+//! dead-letter stream as `{"reason", "code", "subject", "received_at", "body_redacted"}`.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use crate::api::{parse_start, Fields};
+use crate::intake::Intake;
+use crate::wire::{ApiError, ErrorCode};
+
+#[derive(Debug)]
+pub struct Submissions {
+    pub intake: Arc<Intake>,
+    pub max_body_bytes: usize,
+}
+
+impl Submissions {
+    pub async fn run(
+        self,
+        consumer: async_nats::jetstream::consumer::PullConsumer,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> anyhow::Result<()> {
+        let mut messages = consumer.messages().await?;
+        loop {
+            let next = tokio::select! {
+                _ = shutdown.changed() => return Ok(()),
+                next = messages.next() => next,
+            };
+            let Some(message) = next else { return Ok(()) };
+            let Ok(message) = message else { continue };
+            match self.accept(&message.payload).await {
+                Ok(()) => {
+                    let _ = message.ack().await;
+                }
+                Err(error)
+                    if matches!(error.code, ErrorCode::Unavailable | ErrorCode::Internal) =>
+                {
+                    tracing::warn!(%error, "submission not recorded; NATS will redeliver it");
+                    let _ = message
+                        .ack_with(async_nats::jetstream::AckKind::Nak(Some(
+                            std::time::Duration::from_secs(1),
+                        )))
+                        .await;
+                }
+                Err(error) => {
+                    if let Err(dlq) = self
+                        .dead_letter(&message.subject, &message.payload, &error)
+                        .await
+                    {
+                        tracing::warn!(%dlq, "dead-lettering failed; NATS will redeliver");
+                        continue;
+                    }
+                    let _ = message.ack().await;
+                }
+            }
+        }
+    }
+
+    async fn accept(&self, body: &[u8]) -> Result<(), ApiError> {
+        if body.len() > self.max_body_bytes {
+            return Err(ApiError::new(
+                ErrorCode::TooLarge,
+                format!(
+                    "the body is {} bytes; the limit is {}",
+                    body.len(),
+                    self.max_body_bytes
+                ),
+            ));
+        }
+        let value: Value = serde_json::from_slice(body).map_err(|e| {
+            ApiError::new(ErrorCode::InvalidJson, format!("the body is not JSON: {e}"))
+        })?;
+        let Value::Object(map) = value else {
+            return Err(ApiError::invalid("the body must be a JSON object"));
+        };
+        let request = parse_start(&Fields(map))?;
+        self.intake.start(request).await.map(|_| ())
+    }
+
+    async fn dead_letter(
+        &self,
+        subject: &str,
+        body: &[u8],
+        error: &ApiError,
+    ) -> anyhow::Result<()> {
+        let journal = &self.intake.journal;
+        let record = json!({
+            "reason": error.message,
+            "code": error.code.as_str(),
+            "subject": subject,
+            "received_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "body_redacted": redact(body),
+        });
+        journal
+            .js
+            .publish(
+                journal.subjects.dead_letter("submit"),
+                serde_json::to_vec(&record)?.into(),
+            )
+            .await?
+            .await?;
+        journal.metrics.dead_lettered.inc();
+        tracing::info!(code = error.code.as_str(), "submission dead-lettered");
+        Ok(())
+    }
+}
+
+/// The body with every string value replaced by its length, so a rejected submission
+/// keeps its shape for debugging and none of its contents (secrets included).
+pub fn redact(body: &[u8]) -> Value {
+    fn strip(value: &Value) -> Value {
+        match value {
+            Value::String(text) => {
+                Value::String(format!("[redacted: {} chars]", text.chars().count()))
+            }
+            Value::Array(items) => Value::Array(items.iter().map(strip).collect()),
+            Value::Object(map) => {
+                Value::Object(map.iter().map(|(k, v)| (k.clone(), strip(v))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(value) => strip(&value),
+        Err(_) => Value::String(format!("[not JSON: {} bytes]", body.len())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redaction_keeps_shape_and_drops_contents() {
+        let body = br#"{"workflow_type": "x", "input": {"pull_secret": "canary", "n": 3}}"#;
+        let redacted = redact(body);
+        assert_eq!(redacted["input"]["n"], 3);
+        assert!(!redacted.to_string().contains("canary"));
+        assert_eq!(
+            redact(b"\xff not json"),
+            Value::String("[not JSON: 10 bytes]".into())
+        );
+    }
+}

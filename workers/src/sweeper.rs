@@ -1,0 +1,121 @@
+//! The sweeper: Postgres, not NATS, is the truth. A live workflow that has not moved
+//! for a while is checked against its history, and whatever work it still has — a
+//! workflow task, an activity attempt, a child to start — is enqueued again. Message
+//! ids make a task that was not lost a duplicate that JetStream drops.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hcpflow_engine::event::{ChildStarted, Event};
+use hcpflow_engine::history::pending_work;
+use hcpflow_engine::{Seq, WorkflowId};
+use hcpflow_eventstore::Error as StoreError;
+use tokio::sync::watch;
+
+use crate::intake::child_start_message;
+use crate::journal::Journal;
+
+#[derive(Debug)]
+pub struct Sweeper {
+    pub journal: Arc<Journal>,
+    /// How long a workflow must be idle before it is checked.
+    pub idle: Duration,
+    pub every: Duration,
+}
+
+impl Sweeper {
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+        loop {
+            if let Err(error) = self.sweep().await {
+                tracing::warn!(%error, "sweep failed");
+            }
+            tokio::select! {
+                _ = shutdown.changed() => return Ok(()),
+                _ = tokio::time::sleep(self.every) => {}
+            }
+        }
+    }
+
+    pub async fn sweep(&self) -> anyhow::Result<usize> {
+        let ids = self
+            .journal
+            .store
+            .idle_live_workflows(self.idle, 200)
+            .await?;
+        let mut enqueued = 0;
+        for id in ids {
+            match self.recover(&id).await {
+                Ok(n) => enqueued += n,
+                Err(error) => {
+                    tracing::warn!(workflow_id = %id, %error, "sweeping a workflow failed")
+                }
+            }
+        }
+        if enqueued > 0 {
+            tracing::info!(enqueued, "sweeper re-enqueued lost work");
+        }
+        Ok(enqueued)
+    }
+
+    async fn recover(&self, id: &WorkflowId) -> anyhow::Result<usize> {
+        let history = match self.journal.load(id).await {
+            Ok(history) => history,
+            Err(error @ (StoreError::Decode { .. } | StoreError::Corrupt { .. })) => {
+                // A history this code cannot read: make it visible, never guess.
+                self.journal.metrics.blocked.inc();
+                self.journal
+                    .store
+                    .set_blocked(id, &error.to_string())
+                    .await?;
+                return Ok(0);
+            }
+            Err(error) => return Err(error.into()),
+        };
+        let work = pending_work(id, &history);
+        let mut messages = Vec::new();
+        if work.workflow_task {
+            messages.push(
+                self.journal
+                    .workflow_task(id, Seq::FIRST.advance(history.len() as u64 - 1)),
+            );
+        }
+        for activity in work.activities.iter().filter(|a| a.not_before.is_none()) {
+            messages.push(self.journal.activity_task_of(
+                id,
+                activity.scheduled_seq,
+                activity.attempt,
+                &activity.activity_type,
+                &activity.input,
+                &activity.options,
+            ));
+        }
+        for child in &work.children {
+            if matches!(
+                self.journal.store.get_workflow(&child.child_id).await,
+                Err(StoreError::NotFound(_))
+            ) {
+                if let Some(Event::ChildStarted(started)) = history
+                    .get(child.started_seq.get() as usize - 1)
+                    .map(|e| &e.event)
+                {
+                    let started: &ChildStarted = started;
+                    messages.push(child_start_message(
+                        &self.journal.subjects,
+                        id,
+                        child.started_seq,
+                        started,
+                    ));
+                }
+            }
+        }
+        for message in &messages {
+            self.journal.publish(message).await?;
+        }
+        self.journal.store.touch(id).await?;
+        self.journal
+            .metrics
+            .swept
+            .add(u64::from(!messages.is_empty()));
+        Ok(messages.len())
+    }
+}

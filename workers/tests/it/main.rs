@@ -1,0 +1,10 @@
+//! Workers tests against the dev stack's real Postgres and NATS, with real `hcpflow`
+//! processes (started, killed with SIGKILL, restarted). Each test uses its own subject
+//! prefix — its own streams and consumers — and its own workflow ids.
+
+#![allow(clippy::unwrap_used)]
+
+mod api;
+mod crash;
+mod submit;
+mod support;

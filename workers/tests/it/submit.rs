@@ -1,0 +1,92 @@
+//! Fire-and-forget submission through JetStream, and the dead-letter stream.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use crate::support::{stack, unique, Server};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submissions_start_workflows_and_rejects_are_dead_lettered_redacted() {
+    let Some(env) = stack("submissions_start_workflows_and_rejects_are_dead_lettered_redacted")
+    else {
+        return;
+    };
+    let prefix = unique("submit");
+    let server = Server::start(env, &prefix, &[]).await;
+    let js = async_nats::jetstream::new(server.client.clone());
+    let subject = format!("{prefix}.submit.v1.start");
+
+    let id = format!("{prefix}-ok");
+    let body = json!({"workflow_type": "noop_chain", "workflow_id": id, "input": {"steps": 2}});
+    js.publish(subject.clone(), serde_json::to_vec(&body).unwrap().into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    let bad = json!({"workflow_type": "noop_chain", "workflow_id": format!("{prefix}-bad"), "input": {"steps": "secret-canary"}});
+    js.publish(subject.clone(), serde_json::to_vec(&bad).unwrap().into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    js.publish(subject.clone(), "not json at all".into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+
+    // Wait for the accepted one to exist, then complete.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while server.status(&id).await == "?" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the submission was never started"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        server.wait_terminal(&id, Duration::from_secs(30)).await,
+        "completed"
+    );
+
+    // Two dead-letter records, shaped as DESIGN.md §4 says, contents redacted.
+    let stream = js
+        .get_stream(format!("{}_DEADLETTER", prefix.to_uppercase()))
+        .await
+        .unwrap();
+    let consumer = stream
+        .create_consumer(async_nats::jetstream::consumer::pull::Config::default())
+        .await
+        .unwrap();
+    let mut messages = consumer
+        .fetch()
+        .max_messages(2)
+        .expires(Duration::from_secs(10))
+        .messages()
+        .await
+        .unwrap();
+    let mut records = Vec::new();
+    while let Some(Ok(message)) = messages.next().await {
+        records.push(serde_json::from_slice::<Value>(&message.payload).unwrap());
+    }
+    assert_eq!(records.len(), 2, "{records:?}");
+    let codes: Vec<&str> = records
+        .iter()
+        .map(|r| r["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, vec!["invalid_request", "invalid_json"]);
+    for record in &records {
+        for field in ["reason", "code", "subject", "received_at", "body_redacted"] {
+            assert!(
+                record.get(field).is_some(),
+                "dead letter lacks {field}: {record}"
+            );
+        }
+        assert!(
+            !record.to_string().contains("secret-canary"),
+            "a dead letter leaked its body: {record}"
+        );
+    }
+}

@@ -1,0 +1,214 @@
+//! Starting `hcpflow` processes and talking to them like any NATS client.
+
+use std::io::Write as _;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use hcpflow_eventstore::EventStore;
+use serde_json::{json, Value};
+use tokio::process::{Child, Command};
+
+pub(crate) fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// The stack's settings, or `None` (with a message) when the stack is not up.
+pub(crate) fn stack(test: &str) -> Option<Vec<(String, String)>> {
+    let keys = [
+        "HCPFLOW_DATABASE_URL",
+        "HCPFLOW_DATABASE_ADMIN_URL",
+        "HCPFLOW_NATS_URL",
+    ];
+    if keys.iter().all(|k| std::env::var(k).is_ok()) {
+        let mut env: Vec<(String, String)> = std::env::vars()
+            .filter(|(k, _)| k.starts_with("HCPFLOW_"))
+            .collect();
+        env.retain(|(k, _)| k != "HCPFLOW_REQUIRE_STACK");
+        return Some(env);
+    }
+    if std::env::var_os("HCPFLOW_REQUIRE_STACK").is_some() {
+        panic!("{test}: the dev stack's variables must be set under make test");
+    }
+    say(&format!(
+        "skipping {test}: it needs the dev stack's Postgres and NATS; run `make test`"
+    ));
+    None
+}
+
+/// A prefix no other test or run uses.
+pub(crate) fn unique(name: &str) -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "t{}{}{}{name}",
+        std::process::id(),
+        nanos % 100_000,
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// One `hcpflow server` process under test.
+pub(crate) struct Server {
+    pub prefix: String,
+    env: Vec<(String, String)>,
+    extra: Vec<String>,
+    child: Option<Child>,
+    pub client: async_nats::Client,
+    pub store: EventStore,
+}
+
+impl Server {
+    pub(crate) async fn start(env: Vec<(String, String)>, prefix: &str, extra: &[&str]) -> Server {
+        let client = async_nats::connect(env_value(&env, "HCPFLOW_NATS_URL"))
+            .await
+            .unwrap();
+        let store = EventStore::connect(&env_value(&env, "HCPFLOW_DATABASE_URL"), 4)
+            .await
+            .unwrap();
+        let mut server = Server {
+            prefix: prefix.to_owned(),
+            env,
+            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+            child: None,
+            client,
+            store,
+        };
+        server.spawn().await;
+        server
+    }
+
+    async fn spawn(&mut self) {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_hcpflow"));
+        command
+            .arg("server")
+            .arg("--prefix")
+            .arg(&self.prefix)
+            .args(&self.extra)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HCPFLOW_LOG", "warn")
+            .envs(self.env.iter().cloned())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        self.child = Some(command.spawn().expect("spawn hcpflow server"));
+        // Ready when the API answers.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let probe = self
+                .try_api("describe", json!({"workflow_id": "readiness-probe"}))
+                .await;
+            if probe.is_some() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "hcpflow server with prefix {} did not start",
+                self.prefix
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// SIGKILL: no shutdown, nothing flushed.
+    pub(crate) async fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+        }
+    }
+
+    pub(crate) async fn restart(&mut self) {
+        self.kill9().await;
+        self.spawn().await;
+    }
+
+    /// SIGTERM, and wait for a clean exit.
+    pub(crate) async fn stop(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        let pid = child.id().expect("pid");
+        let _ = std::process::Command::new("kill")
+            .arg("-TERM")
+            .arg(pid.to_string())
+            .status();
+        tokio::time::timeout(Duration::from_secs(60), child.wait())
+            .await
+            .expect("stops")
+            .expect("exit status")
+    }
+
+    async fn try_api(&self, verb: &str, body: Value) -> Option<Value> {
+        self.try_api_raw(verb, serde_json::to_vec(&body).unwrap())
+            .await
+    }
+
+    pub(crate) async fn try_api_raw(&self, verb: &str, body: Vec<u8>) -> Option<Value> {
+        let subject = format!("{}.api.v1.{verb}", self.prefix);
+        let reply = tokio::time::timeout(
+            Duration::from_secs(10),
+            self.client.request(subject, body.into()),
+        )
+        .await
+        .ok()?
+        .ok()?;
+        serde_json::from_slice(&reply.payload).ok()
+    }
+
+    pub(crate) async fn api(&self, verb: &str, body: Value) -> Value {
+        self.try_api(verb, body.clone())
+            .await
+            .unwrap_or_else(|| panic!("no reply to {verb} {body}"))
+    }
+
+    pub(crate) async fn start_workflow(
+        &self,
+        workflow_type: &str,
+        id: &str,
+        input: Value,
+    ) -> Value {
+        self.api(
+            "start",
+            json!({"workflow_type": workflow_type, "workflow_id": id, "input": input}),
+        )
+        .await
+    }
+
+    pub(crate) async fn status(&self, id: &str) -> String {
+        let reply = self.api("describe", json!({"workflow_id": id})).await;
+        reply["workflow"]["status"]
+            .as_str()
+            .unwrap_or("?")
+            .to_owned()
+    }
+
+    /// Waits until the workflow reaches a terminal status; returns it.
+    pub(crate) async fn wait_terminal(&self, id: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let status = self.status(id).await;
+            if matches!(
+                status.as_str(),
+                "completed" | "compensated" | "cancelled" | "failed" | "blocked"
+            ) {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{id} still {status} after {timeout:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+pub(crate) fn env_value(env: &[(String, String)], key: &str) -> String {
+    env.iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default()
+}
