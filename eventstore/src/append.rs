@@ -12,10 +12,10 @@ use sqlx::{Postgres, Transaction};
 
 use crate::error::{is_unique_violation, Error, Result};
 use crate::ledger::{self, LedgerEntry};
-use crate::outbox::{self, OutboxMessage, OutboxRow};
+use crate::outbox::{OutboxMessage, OutboxRow};
 use crate::record::{envelope_bytes, store_precision, NewEvent, StoredEvent};
 use crate::store::EventStore;
-use crate::timers::{self, to_i64, NewTimer};
+use crate::timers::{to_i64, NewTimer};
 
 /// The index row of a workflow that does not exist yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,7 +177,7 @@ impl EventStore {
                 input_digest: input_digest.flatten(),
             });
         }
-        chained.outbox = write_batch(&mut tx, &batch, &chained).await?;
+        chained.outbox = write_batch(&mut tx, &batch, &chained, None).await?.0;
         tx.commit().await?;
         chained.status = Some(status);
         Ok(chained)
@@ -217,28 +217,9 @@ pub(crate) async fn finish_append(
     next_seq: i64,
 ) -> Result<Appended> {
     let chained = chain_events(batch, prev)?;
-    let outbox = write_batch(tx, batch, &chained).await?;
-    let moved: Option<Option<String>> = sqlx::query_scalar(
-        "UPDATE workflows
-            SET next_seq = $3, head_hash = $4, status = COALESCE($5, status),
-                output = COALESCE($6, output), error = COALESCE($7, error), updated_at = now()
-          WHERE workflow_id = $1 AND next_seq = $2
-         RETURNING concurrency_key",
-    )
-    .bind(batch.workflow_id.as_str())
-    .bind(next_seq)
-    .bind(to_i64(chained.next_seq))
-    .bind(chained.head_hash.as_bytes().as_slice())
-    .bind(batch.status.map(WorkflowStatus::as_str))
-    .bind(batch.output.as_ref())
-    .bind(batch.error.as_ref())
-    .fetch_optional(&mut **tx)
-    .await?;
-    let Some(concurrency_key) = moved else {
-        return Err(conflict(batch, None));
-    };
+    let (outbox, moved) = write_batch(tx, batch, &chained, Some(next_seq)).await?;
     let mut promoted = None;
-    if let (Some(key), Some(status)) = (concurrency_key, batch.status) {
+    if let (Some(Some(key)), Some(status)) = (moved, batch.status) {
         if status.is_terminal() {
             promoted = promote_next(tx, &key).await?;
         }
@@ -328,11 +309,16 @@ async fn promote_next(tx: &mut Transaction<'_, Postgres>, key: &str) -> Result<O
         .transpose()
 }
 
+/// Writes the events, outbox rows (with the events-stream messages), published marks
+/// and timers — and, when `move_index_from` is given, moves the index from that next
+/// seq — in one statement: one round trip on the hot path. Returns the outbox rows and,
+/// for an index move, the workflow's concurrency key (`None` inside: it has none).
 async fn write_batch(
     tx: &mut Transaction<'_, Postgres>,
     batch: &AppendBatch,
     chained: &Appended,
-) -> Result<Vec<OutboxRow>> {
+    move_index_from: Option<i64>,
+) -> Result<(Vec<OutboxRow>, Option<Option<String>>)> {
     let events = &chained.events;
     let seqs: Vec<i64> = events.iter().map(|e| to_i64(e.seq)).collect();
     let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
@@ -346,27 +332,10 @@ async fn write_batch(
         .iter()
         .map(|e| e.hash.as_bytes().as_slice())
         .collect();
-    let inserted = sqlx::query(
-        "INSERT INTO events (workflow_id, seq, event_type, recorded_at, body, prev_hash, hash)
-         SELECT $1, * FROM UNNEST($2::bigint[], $3::text[], $4::timestamptz[],
-                                  $5::bytea[], $6::bytea[], $7::bytea[])",
-    )
-    .bind(batch.workflow_id.as_str())
-    .bind(&seqs)
-    .bind(&types)
-    .bind(&times)
-    .bind(&bodies)
-    .bind(&prevs)
-    .bind(&hashes)
-    .execute(&mut **tx)
-    .await;
-    match inserted {
-        Err(error) if is_unique_violation(&error) => return Err(conflict(batch, None)),
-        other => other?,
-    };
+
     let mut messages = batch.outbox.clone();
     if let Some(subject) = &batch.event_subject {
-        messages.extend(chained.events.iter().map(|event| {
+        messages.extend(events.iter().map(|event| {
             OutboxMessage {
                 subject: subject.clone(),
                 msg_id: format!("ev-{}-{}", event.workflow_id, event.seq),
@@ -376,13 +345,79 @@ async fn write_batch(
             }
         }));
     }
-    let ids = outbox::insert(tx, &batch.workflow_id, &messages).await?;
-    outbox::mark_published_in(tx, &batch.mark_published).await?;
-    timers::insert(tx, &batch.workflow_id, &batch.timers).await?;
+    let subjects: Vec<&str> = messages.iter().map(|m| m.subject.as_str()).collect();
+    let msg_ids: Vec<&str> = messages.iter().map(|m| m.msg_id.as_str()).collect();
+    let payloads: Vec<&[u8]> = messages.iter().map(|m| m.payload.as_slice()).collect();
+    let timer_seqs: Vec<i64> = batch.timers.iter().map(|t| to_i64(t.seq)).collect();
+    let timer_kinds: Vec<&str> = batch.timers.iter().map(|t| t.kind.as_str()).collect();
+    let timer_due: Vec<_> = batch.timers.iter().map(|t| t.due_at).collect();
+
+    let written: std::result::Result<(Vec<i64>, i64, Option<String>), sqlx::Error> = sqlx::query_as(
+        "WITH ev AS (
+              INSERT INTO events (workflow_id, seq, event_type, recorded_at, body, prev_hash, hash)
+              SELECT $1, * FROM UNNEST($2::bigint[], $3::text[], $4::timestamptz[],
+                                       $5::bytea[], $6::bytea[], $7::bytea[])),
+          ob AS (
+              INSERT INTO outbox (workflow_id, subject, msg_id, payload)
+              SELECT $1, subject, msg_id, payload
+                FROM UNNEST($8::text[], $9::text[], $10::bytea[]) WITH ORDINALITY AS m(subject, msg_id, payload, n)
+               ORDER BY n
+              RETURNING id),
+          mk AS (
+              UPDATE outbox SET published_at = now(), claim_expires_at = NULL
+               WHERE id = ANY($11::bigint[]) AND published_at IS NULL),
+          tm AS (
+              INSERT INTO timers (workflow_id, seq, kind, due_at)
+              SELECT $1, * FROM UNNEST($12::bigint[], $13::text[], $14::timestamptz[])),
+          up AS (
+              UPDATE workflows
+                 SET next_seq = $16, head_hash = $17, status = COALESCE($18, status),
+                     output = COALESCE($19, output), error = COALESCE($20, error), updated_at = now()
+               WHERE $15::bigint IS NOT NULL AND workflow_id = $1 AND next_seq = $15
+              RETURNING concurrency_key)
+         SELECT COALESCE((SELECT array_agg(id ORDER BY id) FROM ob), '{}'::bigint[]),
+                (SELECT count(*) FROM up),
+                (SELECT concurrency_key FROM up),
+                (SELECT pg_notify('hcpflow_outbox', $1) WHERE cardinality($8::text[]) > 0)::text,
+                (SELECT pg_notify('hcpflow_timers', '') WHERE cardinality($12::bigint[]) > 0)::text",
+    )
+    .bind(batch.workflow_id.as_str())
+    .bind(&seqs)
+    .bind(&types)
+    .bind(&times)
+    .bind(&bodies)
+    .bind(&prevs)
+    .bind(&hashes)
+    .bind(&subjects)
+    .bind(&msg_ids)
+    .bind(&payloads)
+    .bind(&batch.mark_published)
+    .bind(&timer_seqs)
+    .bind(&timer_kinds)
+    .bind(&timer_due)
+    .bind(move_index_from)
+    .bind(to_i64(chained.next_seq))
+    .bind(chained.head_hash.as_bytes().as_slice())
+    .bind(batch.status.map(WorkflowStatus::as_str))
+    .bind(batch.output.as_ref())
+    .bind(batch.error.as_ref())
+    .fetch_one(&mut **tx)
+    .await
+    .map(|(ids, moved, key, _, _): (Vec<i64>, i64, Option<String>, Option<String>, Option<String>)| (ids, moved, key));
+    let (ids, moved, key) = match written {
+        Err(error) if is_unique_violation(&error) => return Err(conflict(batch, None)),
+        other => other?,
+    };
     ledger::insert(tx, &batch.workflow_id, &batch.ledger).await?;
-    Ok(ids
+    let index = match move_index_from {
+        Some(_) if moved == 1 => Some(key),
+        Some(_) => return Err(conflict(batch, None)),
+        None => None,
+    };
+    let rows = ids
         .into_iter()
         .zip(messages)
         .map(|(id, message)| OutboxRow { id, message })
-        .collect())
+        .collect();
+    Ok((rows, index))
 }

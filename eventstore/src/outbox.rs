@@ -8,9 +8,6 @@
 
 use std::time::Duration;
 
-use hcpflow_engine::WorkflowId;
-use sqlx::{Postgres, Transaction};
-
 use crate::error::Result;
 use crate::store::EventStore;
 
@@ -43,53 +40,6 @@ pub struct ClaimedMessage {
     pub payload: Vec<u8>,
     /// How many times this row has been claimed, this claim included.
     pub attempts: i32,
-}
-
-pub(crate) async fn insert(
-    tx: &mut Transaction<'_, Postgres>,
-    workflow_id: &WorkflowId,
-    messages: &[OutboxMessage],
-) -> Result<Vec<i64>> {
-    if messages.is_empty() {
-        return Ok(Vec::new());
-    }
-    let subjects: Vec<&str> = messages.iter().map(|m| m.subject.as_str()).collect();
-    let msg_ids: Vec<&str> = messages.iter().map(|m| m.msg_id.as_str()).collect();
-    let payloads: Vec<&[u8]> = messages.iter().map(|m| m.payload.as_slice()).collect();
-    let ids: Vec<i64> = sqlx::query_scalar(
-        "INSERT INTO outbox (workflow_id, subject, msg_id, payload)
-         SELECT $1, subject, msg_id, payload
-           FROM UNNEST($2::text[], $3::text[], $4::bytea[]) WITH ORDINALITY AS m(subject, msg_id, payload, n)
-          ORDER BY n
-         RETURNING id",
-    )
-    .bind(workflow_id.as_str())
-    .bind(&subjects)
-    .bind(&msg_ids)
-    .bind(&payloads)
-    .fetch_all(&mut **tx)
-    .await?;
-    sqlx::query("SELECT pg_notify($1, $2)")
-        .bind(OUTBOX_CHANNEL)
-        .bind(workflow_id.as_str())
-        .execute(&mut **tx)
-        .await?;
-    Ok(ids)
-}
-
-/// Marks rows published inside another transaction (no commit of its own).
-pub(crate) async fn mark_published_in(
-    tx: &mut Transaction<'_, Postgres>,
-    ids: &[i64],
-) -> Result<()> {
-    if ids.is_empty() {
-        return Ok(());
-    }
-    sqlx::query("UPDATE outbox SET published_at = now(), claim_expires_at = NULL WHERE id = ANY($1) AND published_at IS NULL")
-        .bind(ids)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
 }
 
 impl EventStore {

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use hcpflow_engine::{Seq, WorkflowId};
-use sqlx::{Postgres, Transaction};
 
 use crate::error::{Error, Result};
 use crate::store::EventStore;
@@ -63,34 +62,6 @@ pub struct ClaimedTimer {
     pub seq: Seq,
     pub kind: TimerKind,
     pub due_at: DateTime<Utc>,
-}
-
-pub(crate) async fn insert(
-    tx: &mut Transaction<'_, Postgres>,
-    workflow_id: &WorkflowId,
-    timers: &[NewTimer],
-) -> Result<()> {
-    if timers.is_empty() {
-        return Ok(());
-    }
-    let seqs: Vec<i64> = timers.iter().map(|t| to_i64(t.seq)).collect();
-    let kinds: Vec<&str> = timers.iter().map(|t| t.kind.as_str()).collect();
-    let due: Vec<DateTime<Utc>> = timers.iter().map(|t| t.due_at).collect();
-    sqlx::query(
-        "INSERT INTO timers (workflow_id, seq, kind, due_at)
-         SELECT $1, * FROM UNNEST($2::bigint[], $3::text[], $4::timestamptz[])",
-    )
-    .bind(workflow_id.as_str())
-    .bind(&seqs)
-    .bind(&kinds)
-    .bind(&due)
-    .execute(&mut **tx)
-    .await?;
-    sqlx::query("SELECT pg_notify($1, '')")
-        .bind(TIMERS_CHANNEL)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
 }
 
 /// The LISTEN/NOTIFY channel an append notifies when it armed timers.

@@ -114,7 +114,11 @@ impl Journal {
             })
             .await?;
         match &appended {
-            Some(appended) => self.after_commit(appended).await,
+            Some(appended) => {
+                tracing::debug!(workflow_id = %id, next_seq = %appended.next_seq, "step committed");
+                self.after_commit(appended).await;
+                tracing::debug!(workflow_id = %id, "step published");
+            }
             None => {
                 if let Some(status) = decision.unblocked {
                     self.store.clear_blocked(id, status).await?;
