@@ -151,8 +151,8 @@ impl EventStore {
         }
         let inserted = sqlx::query(
             "INSERT INTO workflows (workflow_id, workflow_type, status, concurrency_key, parent_id,
-                                    next_seq, head_hash, input_digest)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                                    next_seq, head_hash, input_digest, output, error)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
              ON CONFLICT (workflow_id) DO NOTHING",
         )
         .bind(batch.workflow_id.as_str())
@@ -163,6 +163,8 @@ impl EventStore {
         .bind(to_i64(chained.next_seq))
         .bind(chained.head_hash.as_bytes().as_slice())
         .bind(workflow.input_digest.as_deref())
+        .bind(batch.output.as_ref())
+        .bind(batch.error.as_ref())
         .execute(&mut *tx)
         .await?;
         if inserted.rows_affected() == 0 {

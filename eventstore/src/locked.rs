@@ -5,6 +5,8 @@
 //! the row lock instead of racing and retrying.
 
 use hcpflow_engine::{ChainHash, WorkflowId};
+use sqlx::postgres::PgRow;
+use sqlx::Row;
 
 use crate::append::{finish_append, AppendBatch, Appended};
 use crate::error::{Error, Result};
@@ -29,26 +31,36 @@ impl EventStore {
         decide: impl FnOnce(&WorkflowSummary, &[StoredEvent]) -> Result<(Option<AppendBatch>, T)>,
     ) -> Result<(Option<Appended>, T)> {
         let mut tx = self.pool.begin().await?;
-        let row: Option<IndexRow> =
-            sqlx::query_as(&format!("{SELECT_INDEX} WHERE workflow_id = $1 FOR UPDATE"))
-                .bind(workflow_id.as_str())
-                .fetch_optional(&mut *tx)
-                .await?;
-        let Some(row) = row else {
-            return Err(Error::NotFound(workflow_id.clone()));
-        };
-        let summary = to_summary(row)?;
-        let rows: Vec<EventRow> = sqlx::query_as(
-            "SELECT seq, event_type, recorded_at, body, prev_hash, hash
-               FROM events WHERE workflow_id = $1 ORDER BY seq",
-        )
+        // One round trip: lock the index row, and read the history under that lock.
+        let rows = sqlx::query(&format!(
+            "WITH w AS ({SELECT_INDEX} WHERE workflow_id = $1 FOR UPDATE)
+             SELECT w.*, e.seq, e.event_type, e.recorded_at AS event_recorded_at,
+                    e.body, e.prev_hash, e.hash
+               FROM w LEFT JOIN events e ON e.workflow_id = w.workflow_id
+              ORDER BY e.seq"
+        ))
         .bind(workflow_id.as_str())
         .fetch_all(&mut *tx)
         .await?;
-        let events = rows
-            .into_iter()
-            .map(|row| to_event(workflow_id, row))
-            .collect::<Result<Vec<_>>>()?;
+        let Some(first) = rows.first() else {
+            return Err(Error::NotFound(workflow_id.clone()));
+        };
+        let summary = to_summary(index_row(first)?)?;
+        let mut events = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let Some(seq) = row.try_get::<Option<i64>, _>("seq")? else {
+                continue; // no events (cannot happen for a created workflow)
+            };
+            let event: EventRow = (
+                seq,
+                row.try_get("event_type")?,
+                row.try_get("event_recorded_at")?,
+                row.try_get("body")?,
+                row.try_get("prev_hash")?,
+                row.try_get("hash")?,
+            );
+            events.push(to_event(workflow_id, event)?);
+        }
         let (batch, value) = decide(&summary, &events)?;
         let Some(batch) = batch else {
             tx.rollback().await?;
@@ -72,4 +84,23 @@ impl EventStore {
         tx.commit().await?;
         Ok((Some(appended), value))
     }
+}
+
+/// The index columns of a joined row (the first 13, in `SELECT_INDEX` order).
+fn index_row(row: &PgRow) -> Result<IndexRow> {
+    Ok((
+        row.try_get(0)?,
+        row.try_get(1)?,
+        row.try_get(2)?,
+        row.try_get(3)?,
+        row.try_get(4)?,
+        row.try_get(5)?,
+        row.try_get(6)?,
+        row.try_get(7)?,
+        row.try_get(8)?,
+        row.try_get(9)?,
+        row.try_get(10)?,
+        row.try_get(11)?,
+        row.try_get(12)?,
+    ))
 }

@@ -6,8 +6,11 @@
 
 use std::sync::Arc;
 
-use hcpflow_engine::event::{ChildStarted, ParentRef, WorkflowStarted};
-use hcpflow_engine::{canonical, Keyring, Seq, WorkflowId, WorkflowStatus};
+use chrono::SubsecRound;
+use hcpflow_engine::event::{ChildStarted, HistoryEvent, ParentRef, WorkflowStarted};
+use hcpflow_engine::{
+    canonical, run_workflow_task, Keyring, OsEntropy, Seq, Timestamp, WorkflowId, WorkflowStatus,
+};
 use hcpflow_eventstore::{NewWorkflow, OutboxMessage};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
@@ -97,11 +100,8 @@ impl Intake {
             concurrency_key: concurrency_key.clone(),
             parent: request.parent.clone(),
         };
-        let write = Write {
-            events: vec![started.into()],
-            messages: vec![self.journal.workflow_task(&id, Seq::FIRST)],
-            ..Write::default()
-        };
+        let now = chrono::Utc::now().trunc_subsecs(3);
+        let write = self.first_step(&id, started, concurrency_key.is_some(), now);
         let workflow = NewWorkflow {
             workflow_type: request.workflow_type,
             status: WorkflowStatus::Running,
@@ -109,7 +109,7 @@ impl Intake {
             parent_id: request.parent.map(|p| p.workflow_id),
             input_digest: Some(digest.clone()),
         };
-        match self.journal.create(&workflow, &id, write).await {
+        match self.journal.create(&workflow, &id, write, now).await {
             Ok(_) => Ok((id, StartStatus::Started)),
             Err(hcpflow_eventstore::Error::AlreadyExists { input_digest, .. })
                 if input_digest.as_deref() == Some(&digest) =>
@@ -122,6 +122,44 @@ impl Intake {
             )),
             Err(other) => Err(other.into()),
         }
+    }
+
+    /// The start's events. Where this process runs workflow code and no concurrency key
+    /// can hold the start back, the workflow's first commands are recorded with the
+    /// start (one commit, no extra hop); otherwise a workflow task wakes a worker.
+    fn first_step(
+        &self,
+        id: &WorkflowId,
+        started: WorkflowStarted,
+        keyed: bool,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Write {
+        let mut write = Write {
+            events: vec![started.into()],
+            ..Write::default()
+        };
+        if let (Some(catalog), false) = (&self.journal.catalog, keyed) {
+            let history = [HistoryEvent {
+                seq: Seq::FIRST,
+                recorded_at: Timestamp::from_millis(
+                    u64::try_from(now.timestamp_millis()).unwrap_or(0),
+                ),
+                event: write.events[0].clone(),
+            }];
+            if let Ok(outcome) =
+                run_workflow_task(catalog.registry(), id, &history, Box::new(OsEntropy))
+            {
+                write.status = Some(outcome.status);
+                self.journal
+                    .add_commands(id, &history, &outcome, &mut write);
+                return write;
+            }
+            // Blocked from the start: let the workflow worker record why.
+        }
+        write
+            .messages
+            .push(self.journal.workflow_task(id, Seq::FIRST));
+        write
     }
 
     /// Digest of type and plaintext input, keyed when a seal key is configured so a

@@ -107,9 +107,18 @@ impl Journal {
         workflow: &NewWorkflow,
         id: &WorkflowId,
         write: Write,
+        recorded_at: chrono::DateTime<chrono::Utc>,
     ) -> Result<Appended, hcpflow_eventstore::Error> {
-        let batch = self.batch(id, Seq::FIRST, write);
-        let appended = self.store.create_workflow(workflow, batch).await?;
+        let mut batch = self.batch(id, Seq::FIRST, write);
+        batch.recorded_at = Some(recorded_at);
+        let marks = batch.mark_published.clone();
+        let appended = match self.store.create_workflow(workflow, batch).await {
+            Ok(appended) => appended,
+            Err(error) => {
+                self.return_published(marks);
+                return Err(error);
+            }
+        };
         self.publish_rows(&appended.outbox).await;
         Ok(appended)
     }

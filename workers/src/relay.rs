@@ -35,12 +35,17 @@ impl Relay {
                 Ok(_) => {}
                 Err(error) => tracing::warn!(%error, "relaying the outbox failed; retrying"),
             }
-            // Wait for activity (then let the grace period pass) or the fallback poll.
-            let woken = tokio::select! {
-                _ = shutdown.changed() => return Ok(()),
-                _ = tokio::time::sleep(FALLBACK_POLL) => false,
-                _ = flush.tick() => { self.journal.flush_published().await; continue; }
-                notified = listener.recv() => notified.is_ok(),
+            // Wait for activity (then let the grace period pass) or the fallback poll;
+            // meanwhile mark what this process published when no append did it.
+            let fallback = tokio::time::sleep(FALLBACK_POLL);
+            tokio::pin!(fallback);
+            let woken = loop {
+                tokio::select! {
+                    _ = shutdown.changed() => return Ok(()),
+                    _ = &mut fallback => break false,
+                    _ = flush.tick() => self.journal.flush_published().await,
+                    notified = listener.recv() => break notified.is_ok(),
+                }
             };
             if woken {
                 tokio::select! {
