@@ -5,6 +5,7 @@
 #   stack.sh up       start whatever is not running; write .dev/env
 #   stack.sh down     stop exactly the processes `up` started (by recorded PID)
 #   stack.sh status   say what runs
+#   stack.sh restart postgres|nats|moto   stop and start one server (tests use it)
 #   stack.sh run CMD  run CMD with the stack up and .dev/env loaded; stop the stack
 #                     afterwards only if this call started it
 #
@@ -117,7 +118,9 @@ running() {
 }
 
 stop_one() {
-  local name=$1 pattern=$2 file pid
+  # Postgres: SIGINT is its fast shutdown (SIGTERM waits for every client to leave).
+  local name=$1 pattern=$2 file pid signal=TERM
+  [[ $name == postgres ]] && signal=INT
   file=$(pidfile "$name")
   if ! running "$name" "$pattern"; then
     rm -f "$file"
@@ -125,7 +128,7 @@ stop_one() {
   fi
   pid=$(<"$file")
   log "stopping $name (pid $pid)"
-  kill -TERM "$pid" 2>/dev/null || true
+  kill -"$signal" "$pid" 2>/dev/null || true
   for _ in $(seq 1 100); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
@@ -375,10 +378,21 @@ run_with_stack() {
   "$@"
 }
 
+restart_one() {
+  mkdir -p "$dev/run" "$dev/logs"
+  case ${1:-} in
+    postgres) stop_one postgres "postgres"; start_postgres ;;
+    nats) stop_one nats "nats-server"; start_nats ;;
+    moto) stop_one moto "moto_server"; start_moto ;;
+    *) die "usage: stack.sh restart postgres|nats|moto" ;;
+  esac
+}
+
 case ${1:-} in
   up) up ;;
+  restart) shift; restart_one "${1:-}" ;;
   down) down ;;
   status) status ;;
   run) shift; [[ $# -gt 0 ]] || die "usage: stack.sh run CMD [ARGS...]"; run_with_stack "$@" ;;
-  *) die "usage: stack.sh up|down|status|run CMD" ;;
+  *) die "usage: stack.sh up|down|status|restart SERVER|run CMD" ;;
 esac

@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use hcpflow_engine::event::{ActivityCompleted, ActivityFailed, ResourceCreated, ResourceDeleted};
 use hcpflow_engine::history::accepts_activity_outcome;
 use hcpflow_engine::{ActivityFailure, IdempotencyKey, RetryDecision, Seq, Timestamp, WorkflowId};
@@ -18,6 +17,7 @@ use tokio::sync::{watch, Semaphore};
 
 use crate::activities::{ActivityInput, ActivityRegistry, Ledger};
 use crate::journal::{to_datetime, Journal, Write};
+use crate::nats::Deliveries;
 use crate::nats::ACK_WAIT;
 use crate::wire::ActivityTaskMessage;
 
@@ -34,21 +34,9 @@ impl ActivityWorker {
         consumer: async_nats::jetstream::consumer::PullConsumer,
         mut shutdown: watch::Receiver<bool>,
     ) -> anyhow::Result<()> {
-        let mut messages = consumer.messages().await?;
+        let mut deliveries = Deliveries::new(consumer, "activity tasks");
         let permits = Arc::new(Semaphore::new(self.concurrency));
-        loop {
-            let next = tokio::select! {
-                _ = shutdown.changed() => break,
-                next = messages.next() => next,
-            };
-            let Some(message) = next else { break };
-            let message = match message {
-                Ok(message) => message,
-                Err(error) => {
-                    tracing::warn!(%error, "activity task stream error");
-                    continue;
-                }
-            };
+        while let Some(message) = deliveries.next(&mut shutdown).await {
             let permit = permits.clone().acquire_owned().await?;
             let worker = self.clone();
             tokio::spawn(async move {

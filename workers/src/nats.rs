@@ -125,3 +125,68 @@ pub async fn durable_consumer(
         .with_context(|| format!("creating consumer {durable} on {stream_name}"))?;
     Ok(consumer)
 }
+
+/// Messages of a durable pull consumer that survive NATS restarts: after an error or
+/// the end of the stream, the pull is set up again.
+pub struct Deliveries {
+    consumer: consumer::PullConsumer,
+    stream: Option<consumer::pull::Stream>,
+    label: &'static str,
+}
+
+impl std::fmt::Debug for Deliveries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Deliveries({})", self.label)
+    }
+}
+
+impl Deliveries {
+    pub fn new(consumer: consumer::PullConsumer, label: &'static str) -> Self {
+        Self {
+            consumer,
+            stream: None,
+            label,
+        }
+    }
+
+    /// The next message, or `None` once `shutdown` turns true.
+    pub async fn next(
+        &mut self,
+        shutdown: &mut tokio::sync::watch::Receiver<bool>,
+    ) -> Option<jetstream::Message> {
+        use futures::StreamExt;
+        loop {
+            if *shutdown.borrow() {
+                return None;
+            }
+            let Some(stream) = self.stream.as_mut() else {
+                match self.consumer.messages().await {
+                    Ok(stream) => self.stream = Some(stream),
+                    Err(error) => {
+                        tracing::warn!(label = self.label, %error, "cannot pull tasks; retrying");
+                        tokio::select! {
+                            _ = shutdown.changed() => return None,
+                            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        }
+                    }
+                }
+                continue;
+            };
+            tokio::select! {
+                _ = shutdown.changed() => return None,
+                next = stream.next() => match next {
+                    Some(Ok(message)) => return Some(message),
+                    Some(Err(error)) => {
+                        tracing::warn!(label = self.label, %error, "task stream interrupted; pulling again");
+                        self.stream = None;
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    None => {
+                        self.stream = None;
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                },
+            }
+        }
+    }
+}

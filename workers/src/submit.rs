@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::api::{parse_start, Fields};
 use crate::intake::Intake;
+use crate::nats::Deliveries;
 use crate::wire::{ApiError, ErrorCode};
 
 #[derive(Debug)]
@@ -24,14 +24,8 @@ impl Submissions {
         consumer: async_nats::jetstream::consumer::PullConsumer,
         mut shutdown: watch::Receiver<bool>,
     ) -> anyhow::Result<()> {
-        let mut messages = consumer.messages().await?;
-        loop {
-            let next = tokio::select! {
-                _ = shutdown.changed() => return Ok(()),
-                next = messages.next() => next,
-            };
-            let Some(message) = next else { return Ok(()) };
-            let Ok(message) = message else { continue };
+        let mut deliveries = Deliveries::new(consumer, "submissions");
+        while let Some(message) = deliveries.next(&mut shutdown).await {
             match self.accept(&message.payload).await {
                 Ok(()) => {
                     let _ = message.ack().await;
@@ -58,6 +52,7 @@ impl Submissions {
                 }
             }
         }
+        Ok(())
     }
 
     async fn accept(&self, body: &[u8]) -> Result<(), ApiError> {

@@ -10,13 +10,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use futures::StreamExt;
 use hcpflow_engine::event::{ChildCompleted, Event};
 use hcpflow_engine::{Seq, WorkflowError, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::Error as StoreError;
 use tokio::sync::{watch, Semaphore};
 
 use crate::journal::{Journal, Write};
+use crate::nats::Deliveries;
 use crate::wire::WorkflowTask;
 
 #[derive(Debug)]
@@ -41,21 +41,9 @@ impl WorkflowWorker {
         consumer: async_nats::jetstream::consumer::PullConsumer,
         mut shutdown: watch::Receiver<bool>,
     ) -> anyhow::Result<()> {
-        let mut messages = consumer.messages().await?;
+        let mut deliveries = Deliveries::new(consumer, "workflow tasks");
         let permits = Arc::new(Semaphore::new(self.concurrency));
-        loop {
-            let next = tokio::select! {
-                _ = shutdown.changed() => break,
-                next = messages.next() => next,
-            };
-            let Some(message) = next else { break };
-            let message = match message {
-                Ok(message) => message,
-                Err(error) => {
-                    tracing::warn!(%error, "workflow task stream error");
-                    continue;
-                }
-            };
+        while let Some(message) = deliveries.next(&mut shutdown).await {
             let permit = permits.clone().acquire_owned().await?;
             let worker = self.clone();
             tokio::spawn(async move {

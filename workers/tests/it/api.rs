@@ -12,6 +12,7 @@ async fn a_plain_client_starts_noop_chain_and_sees_it_complete() {
     let Some(env) = stack("a_plain_client_starts_noop_chain_and_sees_it_complete") else {
         return;
     };
+    let _stack = crate::support::shared().await;
     let prefix = unique("api");
     let server = Server::start(env, &prefix, &[]).await;
     let id = format!("{prefix}-chain");
@@ -117,6 +118,7 @@ async fn fail_at_rolls_back_in_reverse_and_ends_compensated() {
     let Some(env) = stack("fail_at_rolls_back_in_reverse_and_ends_compensated") else {
         return;
     };
+    let _stack = crate::support::shared().await;
     let prefix = unique("saga");
     let server = Server::start(env, &prefix, &[]).await;
     let id = format!("{prefix}-fails");
@@ -150,6 +152,7 @@ async fn signals_cancel_and_lookups_of_unknown_workflows() {
     let Some(env) = stack("signals_cancel_and_lookups_of_unknown_workflows") else {
         return;
     };
+    let _stack = crate::support::shared().await;
     let prefix = unique("cancel");
     let server = Server::start(env, &prefix, &[]).await;
     let id = format!("{prefix}-slow");
@@ -188,6 +191,7 @@ async fn every_kind_of_bad_input_gets_a_clear_error_and_nothing_breaks() {
     let Some(env) = stack("every_kind_of_bad_input_gets_a_clear_error_and_nothing_breaks") else {
         return;
     };
+    let _stack = crate::support::shared().await;
     let prefix = unique("bad");
     let server = Server::start(env, &prefix, &["--max-body-bytes", "4096"]).await;
     let code = |reply: &Value| reply["error"]["code"].as_str().unwrap_or("").to_owned();

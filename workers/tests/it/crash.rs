@@ -14,6 +14,7 @@ async fn kill_9_at_many_points_then_restart_loses_and_duplicates_nothing() {
     let Some(env) = stack("kill_9_at_many_points_then_restart_loses_and_duplicates_nothing") else {
         return;
     };
+    let _stack = crate::support::shared().await;
     let prefix = unique("crash");
     let mut server = Server::start(env, &prefix, &[]).await;
     let ids: Vec<String> = (0..6).map(|n| format!("{prefix}-w{n}")).collect();
@@ -86,6 +87,7 @@ async fn sigterm_shuts_down_cleanly_and_work_resumes() {
     let Some(env) = stack("sigterm_shuts_down_cleanly_and_work_resumes") else {
         return;
     };
+    let _stack = crate::support::shared().await;
     let prefix = unique("term");
     let mut server = Server::start(env, &prefix, &[]).await;
     let id = format!("{prefix}-w");
@@ -100,4 +102,50 @@ async fn sigterm_shuts_down_cleanly_and_work_resumes() {
         server.wait_terminal(&id, Duration::from_secs(60)).await,
         "completed"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_and_postgres_restarts_mid_run_lose_nothing() {
+    let Some(env) = stack("nats_and_postgres_restarts_mid_run_lose_nothing") else {
+        return;
+    };
+    let _stack = crate::support::exclusive().await;
+    let prefix = unique("restart");
+    let server = Server::start(env, &prefix, &[]).await;
+    let ids: Vec<String> = (0..4).map(|n| format!("{prefix}-w{n}")).collect();
+    for id in &ids {
+        let reply = server
+            .start_workflow("noop_chain", id, json!({"steps": 20, "sleep_ms": 60}))
+            .await;
+        assert_eq!(reply["ok"], true, "{reply}");
+    }
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    say("restart test: restarting NATS");
+    crate::support::restart_stack_server("nats").await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    say("restart test: restarting Postgres");
+    crate::support::restart_stack_server("postgres").await;
+    for id in &ids {
+        assert_eq!(
+            server.wait_terminal(id, Duration::from_secs(120)).await,
+            "completed",
+            "{id}"
+        );
+        let wid = WorkflowId::new(id.clone()).unwrap();
+        server.store.verify_history(&wid).await.unwrap();
+        let steps: Vec<u64> = server
+            .store
+            .read_full_history(&wid)
+            .await
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e.to_history_event().unwrap().event {
+                Event::ActivityScheduled(s) if s.compensation_of.is_none() => {
+                    s.input["step"].as_u64()
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(steps, (1..=20).collect::<Vec<_>>(), "{id}");
+    }
 }

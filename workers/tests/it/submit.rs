@@ -13,6 +13,7 @@ async fn submissions_start_workflows_and_rejects_are_dead_lettered_redacted() {
     else {
         return;
     };
+    let _stack = crate::support::shared().await;
     let prefix = unique("submit");
     let server = Server::start(env, &prefix, &[]).await;
     let js = async_nats::jetstream::new(server.client.clone());

@@ -8,6 +8,31 @@ use std::time::{Duration, Instant};
 use hcpflow_eventstore::EventStore;
 use serde_json::{json, Value};
 use tokio::process::{Child, Command};
+use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Tests share the stack; a test that restarts a server of the stack takes it alone.
+static STACK: RwLock<()> = RwLock::const_new(());
+
+pub(crate) async fn shared() -> RwLockReadGuard<'static, ()> {
+    STACK.read().await
+}
+
+pub(crate) async fn exclusive() -> RwLockWriteGuard<'static, ()> {
+    STACK.write().await
+}
+
+/// Restarts one server of the dev stack (`postgres` or `nats`) with the project's script.
+pub(crate) async fn restart_stack_server(name: &str) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/dev/stack.sh");
+    let status = Command::new("bash")
+        .arg(script)
+        .arg("restart")
+        .arg(name)
+        .status()
+        .await
+        .expect("run stack.sh");
+    assert!(status.success(), "restarting {name} failed");
+}
 
 pub(crate) fn say(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
