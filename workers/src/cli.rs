@@ -31,14 +31,10 @@ pub enum Command {
     Bench(BenchCommand),
 }
 
+/// `--database-admin-url` (the owner) is required; `--database-url` names the
+/// application role that gets append-only rights.
 #[derive(Debug, clap::Args)]
 pub struct MigrateArgs {
-    /// The migration owner's Postgres URL.
-    #[arg(long, env = "HCPFLOW_DATABASE_ADMIN_URL", hide_env_values = true)]
-    pub database_admin_url: String,
-    /// The application's Postgres URL; its role is granted append-only rights.
-    #[arg(long, env = "HCPFLOW_DATABASE_URL", hide_env_values = true)]
-    pub database_url: Option<String>,
     /// Skip creating the NATS streams.
     #[arg(long)]
     pub no_streams: bool,
@@ -67,11 +63,11 @@ impl Cli {
     pub async fn run(self) -> anyhow::Result<()> {
         match self.command {
             Command::Migrate(args) => {
-                let role = crate::migrate::database(
-                    &args.database_admin_url,
-                    args.database_url.as_deref(),
-                )
-                .await?;
+                let Some(admin) = args.config.database_admin_url.as_deref() else {
+                    anyhow::bail!("migrate needs the owner's URL: HCPFLOW_DATABASE_ADMIN_URL or --database-admin-url");
+                };
+                let role =
+                    crate::migrate::database(admin, args.config.database_url.as_deref()).await?;
                 match role {
                     Some(role) => {
                         println!("database migrated; application role {role} may read and append")
@@ -124,5 +120,17 @@ impl Cli {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
     }
 }

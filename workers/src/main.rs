@@ -7,7 +7,7 @@ async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_env("HCPFLOW_LOG")
-                .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn")),
+                .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,async_nats=warn")),
         )
         .with_writer(std::io::stderr)
         .init();
