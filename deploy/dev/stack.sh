@@ -319,6 +319,8 @@ AWS_ACCESS_KEY_ID=testing
 AWS_SECRET_ACCESS_KEY=testing
 AWS_REGION=us-east-1
 HCPFLOW_SEAL_KEY=dev:$(secret seal-key)
+# The nats-server binary, for tests that need a private NATS (authentication, say).
+HCPFLOW_DEV_NATS_SERVER=$venv/bin/nats-server
 HCPFLOW_AUDIT_SIGNING_KEY=$(secret audit-signing-key)
 ENV
   mv "$dev/env.tmp" "$dev/env"

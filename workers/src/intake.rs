@@ -172,35 +172,46 @@ impl Intake {
         }
     }
 
-    fn seal(&self, mut input: Value, pointers: &[String]) -> Result<Value, ApiError> {
-        for pointer in pointers {
-            let Some(field) = input.pointer_mut(pointer) else {
-                continue;
-            };
-            let Value::String(secret) = field else {
-                if field.is_null() {
-                    continue;
-                }
-                return Err(ApiError::invalid(format!(
-                    "input{pointer}: a string is required"
-                )));
-            };
-            if secret.starts_with("sealed:v1:") {
+    fn seal(&self, input: Value, pointers: &[String]) -> Result<Value, ApiError> {
+        seal_fields(input, pointers, self.keyring.as_deref())
+    }
+}
+
+/// Replaces the string at each JSON pointer with its sealed wire form. Values already
+/// sealed are kept (a resubmitted sealed input stays as it is); absent or null fields
+/// are skipped; anything else there is an `invalid_request`.
+pub fn seal_fields(
+    mut input: Value,
+    pointers: &[String],
+    keyring: Option<&Keyring>,
+) -> Result<Value, ApiError> {
+    for pointer in pointers {
+        let Some(field) = input.pointer_mut(pointer) else {
+            continue;
+        };
+        let Value::String(secret) = field else {
+            if field.is_null() {
                 continue;
             }
-            let keyring = self.keyring.as_ref().ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::Unavailable,
-                    "no seal key is configured (HCPFLOW_SEAL_KEY); secrets cannot be accepted",
-                )
-            })?;
-            let sealed = keyring
-                .seal(&*secret)
-                .map_err(|e| ApiError::internal(format!("sealing input{pointer}: {e}")))?;
-            *field = Value::String(sealed.to_wire());
+            return Err(ApiError::invalid(format!(
+                "input{pointer}: a string is required"
+            )));
+        };
+        if secret.starts_with("sealed:v1:") {
+            continue;
         }
-        Ok(input)
+        let keyring = keyring.ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::Unavailable,
+                "no seal key is configured (HCPFLOW_SEAL_KEY); secrets cannot be accepted",
+            )
+        })?;
+        let sealed = keyring
+            .seal(&*secret)
+            .map_err(|e| ApiError::internal(format!("sealing input{pointer}: {e}")))?;
+        *field = Value::String(sealed.to_wire());
     }
+    Ok(input)
 }
 
 fn generated_id() -> WorkflowId {
@@ -230,5 +241,44 @@ pub fn child_start_message(
         subject: subjects.submit_start(),
         msg_id: format!("child-{}", child.child_id),
         payload: serde_json::to_vec(&request).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hcpflow_engine::Sealed;
+
+    use super::*;
+
+    const KEY: &str = "dev:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+    #[test]
+    fn secret_fields_are_sealed_and_open_again_only_with_the_key() {
+        let keyring = Keyring::parse(KEY).unwrap();
+        let input = json!({"name": "demo", "pull_secret": "canary-value", "nested": {"ssh": "key-canary"}, "none": null});
+        let pointers = vec![
+            "/pull_secret".to_owned(),
+            "/nested/ssh".to_owned(),
+            "/none".to_owned(),
+            "/absent".to_owned(),
+        ];
+        let sealed = seal_fields(input, &pointers, Some(&keyring)).unwrap();
+        assert!(!sealed.to_string().contains("canary"), "{sealed}");
+        assert_eq!(sealed["name"], "demo");
+        let wire: Sealed<String> = serde_json::from_value(sealed["pull_secret"].clone()).unwrap();
+        assert_eq!(keyring.open(&wire).unwrap(), "canary-value");
+        // Sealing is done once: an already sealed value is kept byte for byte.
+        let again = seal_fields(sealed.clone(), &pointers, Some(&keyring)).unwrap();
+        assert_eq!(again, sealed);
+    }
+
+    #[test]
+    fn secrets_without_a_key_or_of_the_wrong_type_are_refused() {
+        let pointers = vec!["/pull_secret".to_owned()];
+        let no_key = seal_fields(json!({"pull_secret": "x"}), &pointers, None).unwrap_err();
+        assert_eq!(no_key.code, ErrorCode::Unavailable);
+        let keyring = Keyring::parse(KEY).unwrap();
+        let wrong = seal_fields(json!({"pull_secret": 7}), &pointers, Some(&keyring)).unwrap_err();
+        assert_eq!(wrong.code, ErrorCode::InvalidRequest);
     }
 }

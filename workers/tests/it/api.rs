@@ -14,7 +14,9 @@ async fn a_plain_client_starts_noop_chain_and_sees_it_complete() {
     };
     let _stack = crate::support::shared().await;
     let prefix = unique("api");
-    let server = Server::start(env, &prefix, &[]).await;
+    let metrics_port = crate::support::free_port();
+    let metrics_addr = format!("127.0.0.1:{metrics_port}");
+    let server = Server::start(env, &prefix, &["--metrics-addr", &metrics_addr]).await;
     let id = format!("{prefix}-chain");
 
     let reply = server
@@ -95,6 +97,16 @@ async fn a_plain_client_starts_noop_chain_and_sees_it_complete() {
         .await
         .unwrap();
     assert_eq!(verified.events, 11);
+
+    // Prometheus metrics count the work.
+    let metrics = crate::support::http_get(&metrics_addr, "/metrics").await;
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    let activities = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("hcpflow_activity_tasks_total "))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(activities >= 3, "{metrics}");
 
     // List by type finds it.
     let listed = server

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod api;
+mod auth;
 mod crash;
 mod submit;
 mod support;

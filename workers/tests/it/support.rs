@@ -91,6 +91,16 @@ impl Server {
         let client = async_nats::connect(env_value(&env, "HCPFLOW_NATS_URL"))
             .await
             .unwrap();
+        Self::start_with_client(env, prefix, extra, client).await
+    }
+
+    /// As `start`, talking to the server through `client`.
+    pub(crate) async fn start_with_client(
+        env: Vec<(String, String)>,
+        prefix: &str,
+        extra: &[&str],
+        client: async_nats::Client,
+    ) -> Server {
         let store = EventStore::connect(&env_value(&env, "HCPFLOW_DATABASE_URL"), 4)
             .await
             .unwrap();
@@ -236,4 +246,28 @@ pub(crate) fn env_value(env: &[(String, String)], key: &str) -> String {
         .find(|(k, _)| k == key)
         .map(|(_, v)| v.clone())
         .unwrap_or_default()
+}
+
+/// A port nothing listens on right now.
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A minimal HTTP GET, returning status line, headers and body.
+pub(crate) async fn http_get(addr: &str, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    response
 }
