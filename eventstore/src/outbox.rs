@@ -53,40 +53,8 @@ impl EventStore {
         limit: u32,
         lease: Duration,
     ) -> Result<Vec<ClaimedMessage>> {
-        let rows: Vec<(i64, String, String, String, Vec<u8>, i32)> = sqlx::query_as(
-            "UPDATE outbox o
-                SET claimed_by = $1,
-                    claim_expires_at = now() + make_interval(secs => $3),
-                    attempts = o.attempts + 1
-              WHERE o.id IN (
-                    SELECT id FROM outbox
-                     WHERE published_at IS NULL
-                       AND (claim_expires_at IS NULL OR claim_expires_at < now())
-                     ORDER BY id
-                     LIMIT $2
-                     FOR UPDATE SKIP LOCKED)
-             RETURNING o.id, o.workflow_id, o.subject, o.msg_id, o.payload, o.attempts",
-        )
-        .bind(claimer)
-        .bind(i64::from(limit))
-        .bind(lease.as_secs_f64())
-        .fetch_all(&self.pool)
-        .await?;
-        let mut claimed: Vec<ClaimedMessage> = rows
-            .into_iter()
-            .map(
-                |(id, workflow_id, subject, msg_id, payload, attempts)| ClaimedMessage {
-                    id,
-                    workflow_id,
-                    subject,
-                    msg_id,
-                    payload,
-                    attempts,
-                },
-            )
-            .collect();
-        claimed.sort_by_key(|message| message.id);
-        Ok(claimed)
+        self.claim_outbox_older_than(claimer, Duration::ZERO, limit, lease)
+            .await
     }
 
     /// Marks messages published. Only rows still claimed by `claimer` are changed;

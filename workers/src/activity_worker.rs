@@ -13,12 +13,12 @@ use hcpflow_engine::event::{ActivityCompleted, ActivityFailed, ResourceCreated, 
 use hcpflow_engine::history::accepts_activity_outcome;
 use hcpflow_engine::{ActivityFailure, IdempotencyKey, RetryDecision, Seq, Timestamp, WorkflowId};
 use hcpflow_eventstore::{Error as StoreError, LedgerAction, LedgerEntry, NewTimer, TimerKind};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 
 use crate::activities::{ActivityInput, ActivityRegistry, Ledger};
 use crate::journal::{to_datetime, Journal, Write};
-use crate::nats::Deliveries;
 use crate::nats::ACK_WAIT;
+use crate::nats::{serve_deliveries, Deliveries};
 use crate::wire::ActivityTaskMessage;
 
 #[derive(Debug)]
@@ -32,22 +32,15 @@ impl ActivityWorker {
     pub async fn run(
         self: Arc<Self>,
         consumer: async_nats::jetstream::consumer::PullConsumer,
-        mut shutdown: watch::Receiver<bool>,
+        shutdown: watch::Receiver<bool>,
     ) -> anyhow::Result<()> {
-        let mut deliveries = Deliveries::new(consumer, "activity tasks");
-        let permits = Arc::new(Semaphore::new(self.concurrency));
-        while let Some(message) = deliveries.next(&mut shutdown).await {
-            let permit = permits.clone().acquire_owned().await?;
+        let deliveries = Deliveries::new(consumer, "activity tasks");
+        let concurrency = self.concurrency;
+        serve_deliveries(deliveries, concurrency, shutdown, move |message| {
             let worker = self.clone();
-            tokio::spawn(async move {
-                worker.handle(message).await;
-                drop(permit);
-            });
-        }
-        let _ = permits
-            .acquire_many(u32::try_from(self.concurrency).unwrap_or(u32::MAX))
-            .await;
-        Ok(())
+            async move { worker.handle(message).await }
+        })
+        .await
     }
 
     async fn handle(&self, message: async_nats::jetstream::Message) {

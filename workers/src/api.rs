@@ -15,7 +15,7 @@ use tokio::sync::{watch, Semaphore};
 
 use crate::intake::{Intake, StartRequest};
 use crate::journal::Write;
-use crate::wire::{history_entry, ok_reply, workflow_view, ApiError, ErrorCode};
+use crate::wire::{history_entry, ok_reply, parse_body, workflow_view, ApiError, ErrorCode};
 
 const DEFAULT_PAGE: u32 = 100;
 const MAX_PAGE: u32 = 1000;
@@ -82,25 +82,7 @@ impl Api {
 
     /// Handles one request body for `verb`.
     pub async fn handle(&self, verb: &str, body: &[u8]) -> Result<Value, ApiError> {
-        if body.len() > self.max_body_bytes {
-            return Err(ApiError::new(
-                ErrorCode::TooLarge,
-                format!(
-                    "the body is {} bytes; the limit is {}",
-                    body.len(),
-                    self.max_body_bytes
-                ),
-            ));
-        }
-        let request: Value = serde_json::from_slice(body).map_err(|error| {
-            ApiError::new(
-                ErrorCode::InvalidJson,
-                format!("the body is not JSON: {error}"),
-            )
-        })?;
-        let Value::Object(fields) = request else {
-            return Err(ApiError::invalid("the body must be a JSON object"));
-        };
+        let fields = parse_body(body, self.max_body_bytes)?;
         let fields = Fields(fields);
         match verb {
             "start" => self.start(&fields).await,

@@ -132,6 +132,7 @@ impl ConfigArgs {
             Some(path) => ConfigFile::read(path)?,
             None => ConfigFile::default(),
         };
+        let nats = self.nats_layered(&file)?;
         let Some(database_url) = self
             .database_url
             .clone()
@@ -140,24 +141,6 @@ impl ConfigArgs {
         else {
             bail!("no database URL: set HCPFLOW_DATABASE_URL, --database-url or database_url in the config file");
         };
-        let nats = NatsConfig {
-            url: self
-                .nats_url
-                .clone()
-                .or(file.nats_url)
-                .unwrap_or_else(|| DEFAULT_NATS_URL.to_owned()),
-            user: self.nats_user.clone().or(file.nats_user),
-            password: self
-                .nats_password
-                .clone()
-                .map(Secret::new)
-                .or(file.nats_password),
-            token: self.nats_token.clone().map(Secret::new).or(file.nats_token),
-            ca_file: self.nats_ca_file.clone().or(file.nats_ca_file),
-        };
-        if nats.user.is_some() != nats.password.is_some() {
-            bail!("NATS user and password must be given together");
-        }
         let task_queues = self
             .task_queues
             .clone()
@@ -196,27 +179,42 @@ impl ConfigArgs {
         })
     }
 
+    fn nats_layered(&self, file: &ConfigFile) -> anyhow::Result<NatsConfig> {
+        let nats = NatsConfig {
+            url: self
+                .nats_url
+                .clone()
+                .or_else(|| file.nats_url.clone())
+                .unwrap_or_else(|| DEFAULT_NATS_URL.to_owned()),
+            user: self.nats_user.clone().or_else(|| file.nats_user.clone()),
+            password: self
+                .nats_password
+                .clone()
+                .map(Secret::new)
+                .or_else(|| file.nats_password.clone()),
+            token: self
+                .nats_token
+                .clone()
+                .map(Secret::new)
+                .or_else(|| file.nats_token.clone()),
+            ca_file: self
+                .nats_ca_file
+                .clone()
+                .or_else(|| file.nats_ca_file.clone()),
+        };
+        if nats.user.is_some() != nats.password.is_some() {
+            bail!("NATS user and password must be given together");
+        }
+        Ok(nats)
+    }
+
     /// The NATS settings alone (clients such as `bench` need no database).
     pub fn nats(&self) -> anyhow::Result<(NatsConfig, String)> {
         let file = match &self.config {
             Some(path) => ConfigFile::read(path)?,
             None => ConfigFile::default(),
         };
-        let nats = NatsConfig {
-            url: self
-                .nats_url
-                .clone()
-                .or(file.nats_url)
-                .unwrap_or_else(|| DEFAULT_NATS_URL.to_owned()),
-            user: self.nats_user.clone().or(file.nats_user),
-            password: self
-                .nats_password
-                .clone()
-                .map(Secret::new)
-                .or(file.nats_password),
-            token: self.nats_token.clone().map(Secret::new).or(file.nats_token),
-            ca_file: self.nats_ca_file.clone().or(file.nats_ca_file),
-        };
+        let nats = self.nats_layered(&file)?;
         let prefix = self
             .prefix
             .clone()

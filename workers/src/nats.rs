@@ -190,3 +190,31 @@ impl Deliveries {
         }
     }
 }
+
+/// Runs `handle` for every delivered message, at most `concurrency` at once, until
+/// shutdown; then waits for the handlers in flight (what they do not ack, NATS hands to
+/// another process).
+pub async fn serve_deliveries<F, Fut>(
+    mut deliveries: Deliveries,
+    concurrency: usize,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+    handle: F,
+) -> anyhow::Result<()>
+where
+    F: Fn(jetstream::Message) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(concurrency));
+    while let Some(message) = deliveries.next(&mut shutdown).await {
+        let permit = permits.clone().acquire_owned().await?;
+        let work = handle(message);
+        tokio::spawn(async move {
+            work.await;
+            drop(permit);
+        });
+    }
+    let _ = permits
+        .acquire_many(u32::try_from(concurrency).unwrap_or(u32::MAX))
+        .await;
+    Ok(())
+}

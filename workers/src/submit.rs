@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use crate::api::{parse_start, Fields};
 use crate::intake::Intake;
 use crate::nats::Deliveries;
-use crate::wire::{ApiError, ErrorCode};
+use crate::wire::{parse_body, ApiError, ErrorCode};
 
 #[derive(Debug)]
 pub struct Submissions {
@@ -56,22 +56,7 @@ impl Submissions {
     }
 
     async fn accept(&self, body: &[u8]) -> Result<(), ApiError> {
-        if body.len() > self.max_body_bytes {
-            return Err(ApiError::new(
-                ErrorCode::TooLarge,
-                format!(
-                    "the body is {} bytes; the limit is {}",
-                    body.len(),
-                    self.max_body_bytes
-                ),
-            ));
-        }
-        let value: Value = serde_json::from_slice(body).map_err(|e| {
-            ApiError::new(ErrorCode::InvalidJson, format!("the body is not JSON: {e}"))
-        })?;
-        let Value::Object(map) = value else {
-            return Err(ApiError::invalid("the body must be a JSON object"));
-        };
+        let map = parse_body(body, self.max_body_bytes)?;
         let request = parse_start(&Fields(map))?;
         self.intake.start(request).await.map(|_| ())
     }

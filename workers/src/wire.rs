@@ -138,3 +138,26 @@ pub struct ActivityTaskMessage {
 
 /// The header that marks an internal child start on the submit subject.
 pub const PARENT_HEADER: &str = "Hcpflow-Parent";
+
+/// A request body: at most `max_bytes`, JSON, an object — or the error that says which.
+pub fn parse_body(
+    body: &[u8],
+    max_bytes: usize,
+) -> Result<serde_json::Map<String, Value>, ApiError> {
+    if body.len() > max_bytes {
+        return Err(ApiError::new(
+            ErrorCode::TooLarge,
+            format!("the body is {} bytes; the limit is {max_bytes}", body.len()),
+        ));
+    }
+    let value: Value = serde_json::from_slice(body).map_err(|error| {
+        ApiError::new(
+            ErrorCode::InvalidJson,
+            format!("the body is not JSON: {error}"),
+        )
+    })?;
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => Err(ApiError::invalid("the body must be a JSON object")),
+    }
+}

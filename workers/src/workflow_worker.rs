@@ -13,10 +13,10 @@ use std::time::Instant;
 use hcpflow_engine::event::{ChildCompleted, Event};
 use hcpflow_engine::{Seq, WorkflowError, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::Error as StoreError;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 
 use crate::journal::{Journal, Write};
-use crate::nats::Deliveries;
+use crate::nats::{serve_deliveries, Deliveries};
 use crate::wire::WorkflowTask;
 
 #[derive(Debug)]
@@ -39,23 +39,15 @@ impl WorkflowWorker {
     pub async fn run(
         self: Arc<Self>,
         consumer: async_nats::jetstream::consumer::PullConsumer,
-        mut shutdown: watch::Receiver<bool>,
+        shutdown: watch::Receiver<bool>,
     ) -> anyhow::Result<()> {
-        let mut deliveries = Deliveries::new(consumer, "workflow tasks");
-        let permits = Arc::new(Semaphore::new(self.concurrency));
-        while let Some(message) = deliveries.next(&mut shutdown).await {
-            let permit = permits.clone().acquire_owned().await?;
+        let deliveries = Deliveries::new(consumer, "workflow tasks");
+        let concurrency = self.concurrency;
+        serve_deliveries(deliveries, concurrency, shutdown, move |message| {
             let worker = self.clone();
-            tokio::spawn(async move {
-                worker.handle(message).await;
-                drop(permit);
-            });
-        }
-        // Let in-flight tasks finish; unacked ones come back to another worker.
-        let _ = permits
-            .acquire_many(u32::try_from(self.concurrency).unwrap_or(u32::MAX))
-            .await;
-        Ok(())
+            async move { worker.handle(message).await }
+        })
+        .await
     }
 
     async fn handle(&self, message: async_nats::jetstream::Message) {
