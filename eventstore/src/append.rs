@@ -374,7 +374,8 @@ async fn write_batch(
           up AS (
               UPDATE workflows
                  SET next_seq = $16, head_hash = $17, status = COALESCE($18, status),
-                     output = COALESCE($19, output), error = COALESCE($20, error), updated_at = now()
+                     output = COALESCE($19, output), error = COALESCE($20, error), updated_at = now(),
+                     blocked_reason = CASE WHEN $18 IS NULL THEN blocked_reason END
                WHERE $15::bigint IS NOT NULL AND workflow_id = $1 AND next_seq = $15
               RETURNING concurrency_key)
          SELECT COALESCE((SELECT array_agg(id ORDER BY id) FROM ob), '{}'::bigint[]),

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use hcpflow_engine::event::{ChildStarted, Event};
 use hcpflow_engine::history::pending_work;
+use hcpflow_engine::WorkflowStatus;
 use hcpflow_engine::{Seq, WorkflowId};
-use hcpflow_eventstore::Error as StoreError;
+use hcpflow_eventstore::{Error as StoreError, WorkflowFilter};
 use tokio::sync::watch;
 
 use crate::intake::child_start_message;
@@ -25,6 +26,9 @@ pub struct Sweeper {
 
 impl Sweeper {
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+        if let Err(error) = self.retry_blocked().await {
+            tracing::warn!(%error, "waking blocked workflows failed");
+        }
         loop {
             if let Err(error) = self.sweep().await {
                 tracing::warn!(%error, "sweep failed");
@@ -34,6 +38,56 @@ impl Sweeper {
                 _ = tokio::time::sleep(self.every) => {}
             }
         }
+    }
+
+    /// A blocked workflow waits for fixed code. At start — when new code may have been
+    /// deployed — every blocked workflow gets a workflow task: if the code replays its
+    /// history now, it runs on; if not, it stays blocked with the report.
+    /// Only types this process runs are woken.
+    pub async fn retry_blocked(&self) -> anyhow::Result<usize> {
+        let types = self
+            .journal
+            .catalog
+            .as_ref()
+            .map(|c| c.names())
+            .unwrap_or_default();
+        let mut woken = 0;
+        for workflow_type in types {
+            woken += self.retry_blocked_of(workflow_type).await?;
+        }
+        if woken > 0 {
+            tracing::info!(woken, "retrying blocked workflows with this code");
+        }
+        Ok(woken)
+    }
+
+    async fn retry_blocked_of(&self, workflow_type: String) -> anyhow::Result<usize> {
+        let filter = WorkflowFilter {
+            status: Some(WorkflowStatus::Blocked),
+            workflow_type: Some(workflow_type),
+            concurrency_key: None,
+        };
+        let mut cursor = None;
+        let mut woken = 0;
+        loop {
+            let page = self
+                .journal
+                .store
+                .list_workflows(&filter, 500, cursor.as_deref())
+                .await?;
+            for workflow in &page.workflows {
+                let wake = self
+                    .journal
+                    .workflow_task(&workflow.workflow_id, workflow.next_seq);
+                self.journal.publish(&wake).await?;
+                woken += 1;
+            }
+            match page.cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        Ok(woken)
     }
 
     pub async fn sweep(&self) -> anyhow::Result<usize> {

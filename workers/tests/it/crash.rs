@@ -149,3 +149,37 @@ async fn nats_and_postgres_restarts_mid_run_lose_nothing() {
         assert_eq!(steps, (1..=20).collect::<Vec<_>>(), "{id}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocked_workflows_are_retried_when_a_server_starts() {
+    let Some(env) = stack("blocked_workflows_are_retried_when_a_server_starts") else {
+        return;
+    };
+    let _stack = crate::support::shared().await;
+    let prefix = unique("blocked");
+    let mut server = Server::start(env, &prefix, &[]).await;
+    let id = format!("{prefix}-w");
+    server
+        .start_workflow("noop_chain", &id, json!({"steps": 10, "sleep_ms": 100}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.kill9().await;
+    // As if the code had failed to replay the history: blocked, waiting for a fix.
+    let wid = WorkflowId::new(id.clone()).unwrap();
+    server
+        .store
+        .set_blocked(&wid, "test: pretend nondeterminism")
+        .await
+        .unwrap();
+    server.restart().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while server.status(&id).await != "completed" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the blocked workflow was not retried"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let summary = server.store.get_workflow(&wid).await.unwrap();
+    assert_eq!(summary.blocked_reason, None);
+}
