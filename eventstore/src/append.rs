@@ -8,7 +8,7 @@
 use chrono::Utc;
 use hcpflow_engine::{ChainHash, Seq, WorkflowId, WorkflowStatus};
 use serde_json::Value;
-use sqlx::{Postgres, Transaction};
+use sqlx::{PgConnection, Postgres, Transaction};
 
 use crate::error::{is_unique_violation, Error, Result};
 use crate::ledger::{self, LedgerEntry};
@@ -243,7 +243,7 @@ fn conflict(batch: &AppendBatch, actual: Option<u64>) -> Error {
 }
 
 /// Gives every event of the batch its seq, timestamp, canonical bytes and chain links.
-fn chain_events(batch: &AppendBatch, mut prev: ChainHash) -> Result<Appended> {
+pub(crate) fn chain_events(batch: &AppendBatch, mut prev: ChainHash) -> Result<Appended> {
     if batch.events.is_empty() {
         return Err(Error::InvalidInput(format!(
             "an append to {} must carry at least one event",
@@ -315,8 +315,19 @@ async fn promote_next(tx: &mut Transaction<'_, Postgres>, key: &str) -> Result<O
 /// and timers — and, when `move_index_from` is given, moves the index from that next
 /// seq — in one statement: one round trip on the hot path. Returns the outbox rows and,
 /// for an index move, the workflow's concurrency key (`None` inside: it has none).
-async fn write_batch(
-    tx: &mut Transaction<'_, Postgres>,
+/// Outbox ids, rows moved in the index, its concurrency key, and the notify and
+/// conflict-check columns (always null).
+type WrittenRow = (
+    Vec<i64>,
+    i64,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<i32>,
+);
+
+pub(crate) async fn write_batch(
+    conn: &mut PgConnection,
     batch: &AppendBatch,
     chained: &Appended,
     move_index_from: Option<i64>,
@@ -382,7 +393,9 @@ async fn write_batch(
                 (SELECT count(*) FROM up),
                 (SELECT concurrency_key FROM up),
                 (SELECT pg_notify('hcpflow_outbox', $1) WHERE cardinality($8::text[]) > 0)::text,
-                (SELECT pg_notify('hcpflow_timers', '') WHERE cardinality($12::bigint[]) > 0)::text",
+                (SELECT pg_notify('hcpflow_timers', '') WHERE cardinality($12::bigint[]) > 0)::text,
+                CASE WHEN $15::bigint IS NOT NULL AND NOT EXISTS (SELECT 1 FROM up)
+                     THEN hcpflow_append_conflict() END",
     )
     .bind(batch.workflow_id.as_str())
     .bind(&seqs)
@@ -404,14 +417,18 @@ async fn write_batch(
     .bind(batch.status.map(WorkflowStatus::as_str))
     .bind(batch.output.as_ref())
     .bind(batch.error.as_ref())
-    .fetch_one(&mut **tx)
+    .fetch_one(&mut *conn)
     .await
-    .map(|(ids, moved, key, _, _): (Vec<i64>, i64, Option<String>, Option<String>, Option<String>)| (ids, moved, key));
+    .map(
+        |(ids, moved, key, _, _, _): WrittenRow| {
+            (ids, moved, key)
+        },
+    );
     let (ids, moved, key) = match written {
         Err(error) if is_unique_violation(&error) => return Err(conflict(batch, None)),
         other => other?,
     };
-    ledger::insert(tx, &batch.workflow_id, &batch.ledger).await?;
+    ledger::insert(conn, &batch.workflow_id, &batch.ledger).await?;
     let index = match move_index_from {
         Some(_) if moved == 1 => Some(key),
         Some(_) => return Err(conflict(batch, None)),

@@ -5,7 +5,6 @@ use std::fmt;
 
 use chrono::{DateTime, Utc};
 use hcpflow_engine::{Seq, WorkflowId};
-use sqlx::{Postgres, Transaction};
 
 use crate::error::Result;
 use crate::store::EventStore;
@@ -57,7 +56,7 @@ pub struct LedgerRecord {
 }
 
 pub(crate) async fn insert(
-    tx: &mut Transaction<'_, Postgres>,
+    conn: &mut sqlx::PgConnection,
     workflow_id: &WorkflowId,
     entries: &[LedgerEntry],
 ) -> Result<()> {
@@ -90,7 +89,7 @@ pub(crate) async fn insert(
     .bind(&ids)
     .bind(&regions)
     .bind(&clusters)
-    .execute(&mut **tx)
+    .execute(&mut *conn)
     .await?;
     Ok(())
 }

@@ -1,14 +1,13 @@
-//! Read, decide and append in one transaction, with the workflow's row locked.
-//!
-//! This is the hot path: a workflow task (or an activity outcome followed by the
-//! workflow's next commands) costs one commit, and appenders of one workflow queue on
-//! the row lock instead of racing and retrying.
+//! Read, decide and append: the hot path. A workflow task (or an activity outcome
+//! followed by the workflow's next commands) costs one commit — one autocommitted
+//! statement when nobody races it, else one transaction under the workflow's row lock,
+//! where appenders of one workflow queue instead of racing.
 
 use hcpflow_engine::{ChainHash, WorkflowId};
 use sqlx::postgres::PgRow;
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 
-use crate::append::{finish_append, AppendBatch, Appended};
+use crate::append::{chain_events, finish_append, write_batch, AppendBatch, Appended};
 use crate::error::{Error, Result};
 use crate::history::{to_event, EventRow};
 use crate::index::{to_summary, IndexRow, SELECT_INDEX};
@@ -18,72 +17,141 @@ use crate::timers::to_i64;
 use crate::WorkflowSummary;
 
 impl EventStore {
-    /// Locks the workflow's index row, reads its whole history, and asks `decide` what
-    /// to append. `decide` returns the batch to append (its `expected_next_seq` must be
-    /// the index's next seq) or `None`, and a value handed back to the caller.
+    /// Reads the workflow's index row and whole history, asks `decide` what to append,
+    /// and appends it. `decide` returns the batch to append (its `expected_next_seq` must
+    /// be the index's next seq) or `None`, and a value handed back to the caller.
+    ///
+    /// The fast path reads without a lock and writes in one autocommitted statement
+    /// (two round trips); if another appender got there first, or the batch ends the
+    /// workflow or writes ledger rows, it runs again under the index row's lock in one
+    /// transaction. `decide` may therefore be called twice.
     ///
     /// # Guarantees
-    /// The history `decide` sees is the latest and cannot change before the append
-    /// commits. Nothing is written if `decide` fails or returns `None`.
+    /// What is appended was decided on the latest history; nothing is written if
+    /// `decide` fails or returns `None`.
     pub async fn append_locked<T>(
         &self,
         workflow_id: &WorkflowId,
-        decide: impl FnOnce(&WorkflowSummary, &[StoredEvent]) -> Result<(Option<AppendBatch>, T)>,
+        mut decide: impl FnMut(&WorkflowSummary, &[StoredEvent]) -> Result<(Option<AppendBatch>, T)>,
     ) -> Result<(Option<Appended>, T)> {
-        let mut tx = self.pool.begin().await?;
-        // One round trip: lock the index row, and read the history under that lock.
-        let rows = sqlx::query(&format!(
-            "WITH w AS ({SELECT_INDEX} WHERE workflow_id = $1 FOR UPDATE)
-             SELECT w.*, e.seq, e.event_type, e.recorded_at AS event_recorded_at,
-                    e.body, e.prev_hash, e.hash
-               FROM w LEFT JOIN events e ON e.workflow_id = w.workflow_id
-              ORDER BY e.seq"
-        ))
-        .bind(workflow_id.as_str())
-        .fetch_all(&mut *tx)
-        .await?;
-        let Some(first) = rows.first() else {
-            return Err(Error::NotFound(workflow_id.clone()));
-        };
-        let summary = to_summary(index_row(first)?)?;
-        let mut events = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let Some(seq) = row.try_get::<Option<i64>, _>("seq")? else {
-                continue; // no events (cannot happen for a created workflow)
+        {
+            let mut conn = self.pool.acquire().await?;
+            let (summary, events) = read_history_and_index(&mut conn, workflow_id, false).await?;
+            let (batch, value) = decide(&summary, &events)?;
+            let Some(batch) = batch else {
+                return Ok((None, value));
             };
-            let event: EventRow = (
-                seq,
-                row.try_get("event_type")?,
-                row.try_get("event_recorded_at")?,
-                row.try_get("body")?,
-                row.try_get("prev_hash")?,
-                row.try_get("hash")?,
-            );
-            events.push(to_event(workflow_id, event)?);
+            let single_statement =
+                batch.ledger.is_empty() && !batch.status.is_some_and(|s| s.is_terminal());
+            if single_statement {
+                let prev = check_start(workflow_id, &summary, &events, &batch)?;
+                let chained = chain_events(&batch, prev)?;
+                match write_batch(&mut conn, &batch, &chained, Some(to_i64(summary.next_seq))).await
+                {
+                    Ok((outbox, _)) => {
+                        let appended = Appended {
+                            outbox,
+                            status: batch.status,
+                            promoted: None,
+                            ..chained
+                        };
+                        return Ok((Some(appended), value));
+                    }
+                    Err(Error::Conflict { .. }) => {} // someone appended first: decide again under the lock
+                    Err(error) => return Err(error),
+                }
+            }
         }
+        let mut tx = self.pool.begin().await?;
+        let (summary, events) = read_history_and_index(&mut tx, workflow_id, true).await?;
         let (batch, value) = decide(&summary, &events)?;
         let Some(batch) = batch else {
             tx.rollback().await?;
             return Ok((None, value));
         };
-        if batch.workflow_id != *workflow_id || batch.expected_next_seq != summary.next_seq {
-            return Err(Error::InvalidInput(format!(
-                "a locked append to {workflow_id} must start at seq {}",
-                summary.next_seq
-            )));
-        }
-        let prev = events.last().map_or(ChainHash::GENESIS, |e| e.hash);
-        if prev != summary.head_hash {
-            return Err(Error::Corrupt {
-                workflow_id: workflow_id.to_string(),
-                seq: summary.next_seq.get().saturating_sub(1),
-                reason: "the index head hash differs from the last event's hash".into(),
-            });
-        }
+        let prev = check_start(workflow_id, &summary, &events, &batch)?;
         let appended = finish_append(&mut tx, &batch, prev, to_i64(summary.next_seq)).await?;
         tx.commit().await?;
         Ok((Some(appended), value))
     }
+}
+
+/// The index row and the whole history, consistent with each other.
+///
+/// With `lock`, the index row is locked first, by its own statement: in READ COMMITTED a
+/// statement that waits for a row lock returns the newest version of that row but reads
+/// every other table as of its own start, so locking and reading in one statement could
+/// pair a moved index with an older history. Without `lock`, one statement reads both
+/// from one snapshot.
+async fn read_history_and_index(
+    conn: &mut PgConnection,
+    workflow_id: &WorkflowId,
+    lock: bool,
+) -> Result<(WorkflowSummary, Vec<StoredEvent>)> {
+    if lock {
+        let locked: Option<i32> =
+            sqlx::query_scalar("SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE")
+                .bind(workflow_id.as_str())
+                .fetch_optional(&mut *conn)
+                .await?;
+        if locked.is_none() {
+            return Err(Error::NotFound(workflow_id.clone()));
+        }
+    }
+    let rows = sqlx::query(&format!(
+        "WITH w AS ({SELECT_INDEX} WHERE workflow_id = $1)
+         SELECT w.*, e.seq, e.event_type, e.recorded_at AS event_recorded_at,
+                e.body, e.prev_hash, e.hash
+           FROM w LEFT JOIN events e ON e.workflow_id = w.workflow_id
+          ORDER BY e.seq"
+    ))
+    .bind(workflow_id.as_str())
+    .fetch_all(&mut *conn)
+    .await?;
+    let Some(first) = rows.first() else {
+        return Err(Error::NotFound(workflow_id.clone()));
+    };
+    let summary = to_summary(index_row(first)?)?;
+    let mut events = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let Some(seq) = row.try_get::<Option<i64>, _>("seq")? else {
+            continue; // no events (cannot happen for a created workflow)
+        };
+        let event: EventRow = (
+            seq,
+            row.try_get("event_type")?,
+            row.try_get("event_recorded_at")?,
+            row.try_get("body")?,
+            row.try_get("prev_hash")?,
+            row.try_get("hash")?,
+        );
+        events.push(to_event(workflow_id, event)?);
+    }
+    Ok((summary, events))
+}
+
+/// The batch must start where the history ends, and the index must agree with the log.
+fn check_start(
+    workflow_id: &WorkflowId,
+    summary: &WorkflowSummary,
+    events: &[StoredEvent],
+    batch: &AppendBatch,
+) -> Result<ChainHash> {
+    if batch.workflow_id != *workflow_id || batch.expected_next_seq != summary.next_seq {
+        return Err(Error::InvalidInput(format!(
+            "an append to {workflow_id} decided on its history must start at seq {}",
+            summary.next_seq
+        )));
+    }
+    let prev = events.last().map_or(ChainHash::GENESIS, |e| e.hash);
+    if prev != summary.head_hash {
+        return Err(Error::Corrupt {
+            workflow_id: workflow_id.to_string(),
+            seq: summary.next_seq.get().saturating_sub(1),
+            reason: "the index head hash differs from the last event's hash".into(),
+        });
+    }
+    Ok(prev)
 }
 
 /// The index columns of a joined row (the first 13, in `SELECT_INDEX` order).

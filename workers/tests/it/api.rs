@@ -108,6 +108,21 @@ async fn a_plain_client_starts_noop_chain_and_sees_it_complete() {
         .unwrap_or(0);
     assert!(activities >= 3, "{metrics}");
 
+    // A fan-out: fifty completions of one workflow race to record; all land.
+    let fan = format!("{prefix}-fan");
+    server
+        .start_workflow("noop_fanout", &fan, json!({"width": 50}))
+        .await;
+    assert_eq!(
+        server.wait_terminal(&fan, Duration::from_secs(60)).await,
+        "completed"
+    );
+    let fan_id = WorkflowId::new(fan.clone()).unwrap();
+    assert_eq!(
+        server.store.verify_history(&fan_id).await.unwrap().events,
+        1 + 50 + 50 + 1
+    );
+
     // List by type finds it.
     let listed = server
         .api(
