@@ -243,7 +243,7 @@ fn conflict(batch: &AppendBatch, actual: Option<u64>) -> Error {
 }
 
 /// Gives every event of the batch its seq, timestamp, canonical bytes and chain links.
-pub(crate) fn chain_events(batch: &AppendBatch, mut prev: ChainHash) -> Result<Appended> {
+fn chain_events(batch: &AppendBatch, mut prev: ChainHash) -> Result<Appended> {
     if batch.events.is_empty() {
         return Err(Error::InvalidInput(format!(
             "an append to {} must carry at least one event",
@@ -315,15 +315,13 @@ async fn promote_next(tx: &mut Transaction<'_, Postgres>, key: &str) -> Result<O
 /// and timers — and, when `move_index_from` is given, moves the index from that next
 /// seq — in one statement: one round trip on the hot path. Returns the outbox rows and,
 /// for an index move, the workflow's concurrency key (`None` inside: it has none).
-/// Outbox ids, rows moved in the index, its concurrency key, and the notify and
-/// conflict-check columns (always null).
+/// Outbox ids, rows moved in the index, its concurrency key, and the two notify columns.
 type WrittenRow = (
     Vec<i64>,
     i64,
     Option<String>,
     Option<String>,
     Option<String>,
-    Option<i32>,
 );
 
 pub(crate) async fn write_batch(
@@ -393,9 +391,7 @@ pub(crate) async fn write_batch(
                 (SELECT count(*) FROM up),
                 (SELECT concurrency_key FROM up),
                 (SELECT pg_notify('hcpflow_outbox', $1) WHERE cardinality($8::text[]) > 0)::text,
-                (SELECT pg_notify('hcpflow_timers', '') WHERE cardinality($12::bigint[]) > 0)::text,
-                CASE WHEN $15::bigint IS NOT NULL AND NOT EXISTS (SELECT 1 FROM up)
-                     THEN hcpflow_append_conflict() END",
+                (SELECT pg_notify('hcpflow_timers', '') WHERE cardinality($12::bigint[]) > 0)::text",
     )
     .bind(batch.workflow_id.as_str())
     .bind(&seqs)
@@ -420,7 +416,7 @@ pub(crate) async fn write_batch(
     .fetch_one(&mut *conn)
     .await
     .map(
-        |(ids, moved, key, _, _, _): WrittenRow| {
+        |(ids, moved, key, _, _): WrittenRow| {
             (ids, moved, key)
         },
     );

@@ -1,13 +1,14 @@
-//! Read, decide and append: the hot path. A workflow task (or an activity outcome
-//! followed by the workflow's next commands) costs one commit — one autocommitted
-//! statement when nobody races it, else one transaction under the workflow's row lock,
-//! where appenders of one workflow queue instead of racing.
+//! Read, decide and append in one transaction, with the workflow's row locked.
+//!
+//! This is the hot path: a workflow task (or an activity outcome followed by the
+//! workflow's next commands) costs one commit, and appenders of one workflow queue on
+//! the row lock instead of racing and retrying.
 
 use hcpflow_engine::{ChainHash, WorkflowId};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
-use crate::append::{chain_events, finish_append, write_batch, AppendBatch, Appended};
+use crate::append::{finish_append, AppendBatch, Appended};
 use crate::error::{Error, Result};
 use crate::history::{to_event, EventRow};
 use crate::index::{to_summary, IndexRow, SELECT_INDEX};
@@ -17,53 +18,20 @@ use crate::timers::to_i64;
 use crate::WorkflowSummary;
 
 impl EventStore {
-    /// Reads the workflow's index row and whole history, asks `decide` what to append,
-    /// and appends it. `decide` returns the batch to append (its `expected_next_seq` must
-    /// be the index's next seq) or `None`, and a value handed back to the caller.
-    ///
-    /// The fast path reads without a lock and writes in one autocommitted statement
-    /// (two round trips); if another appender got there first, or the batch ends the
-    /// workflow or writes ledger rows, it runs again under the index row's lock in one
-    /// transaction. `decide` may therefore be called twice.
+    /// Locks the workflow's index row, reads its whole history, and asks `decide` what
+    /// to append. `decide` returns the batch to append (its `expected_next_seq` must be
+    /// the index's next seq) or `None`, and a value handed back to the caller.
     ///
     /// # Guarantees
-    /// What is appended was decided on the latest history; nothing is written if
-    /// `decide` fails or returns `None`.
+    /// The history `decide` sees is the latest and cannot change before the append
+    /// commits. Nothing is written if `decide` fails or returns `None`.
     pub async fn append_locked<T>(
         &self,
         workflow_id: &WorkflowId,
-        mut decide: impl FnMut(&WorkflowSummary, &[StoredEvent]) -> Result<(Option<AppendBatch>, T)>,
+        decide: impl FnOnce(&WorkflowSummary, &[StoredEvent]) -> Result<(Option<AppendBatch>, T)>,
     ) -> Result<(Option<Appended>, T)> {
-        {
-            let mut conn = self.pool.acquire().await?;
-            let (summary, events) = read_history_and_index(&mut conn, workflow_id, false).await?;
-            let (batch, value) = decide(&summary, &events)?;
-            let Some(batch) = batch else {
-                return Ok((None, value));
-            };
-            let single_statement =
-                batch.ledger.is_empty() && !batch.status.is_some_and(|s| s.is_terminal());
-            if single_statement {
-                let prev = check_start(workflow_id, &summary, &events, &batch)?;
-                let chained = chain_events(&batch, prev)?;
-                match write_batch(&mut conn, &batch, &chained, Some(to_i64(summary.next_seq))).await
-                {
-                    Ok((outbox, _)) => {
-                        let appended = Appended {
-                            outbox,
-                            status: batch.status,
-                            promoted: None,
-                            ..chained
-                        };
-                        return Ok((Some(appended), value));
-                    }
-                    Err(Error::Conflict { .. }) => {} // someone appended first: decide again under the lock
-                    Err(error) => return Err(error),
-                }
-            }
-        }
         let mut tx = self.pool.begin().await?;
-        let (summary, events) = read_history_and_index(&mut tx, workflow_id, true).await?;
+        let (summary, events) = read_history_and_index(&mut tx, workflow_id).await?;
         let (batch, value) = decide(&summary, &events)?;
         let Some(batch) = batch else {
             tx.rollback().await?;
@@ -76,27 +44,23 @@ impl EventStore {
     }
 }
 
-/// The index row and the whole history, consistent with each other.
+/// Locks the index row, then reads it with the whole history.
 ///
-/// With `lock`, the index row is locked first, by its own statement: in READ COMMITTED a
-/// statement that waits for a row lock returns the newest version of that row but reads
-/// every other table as of its own start, so locking and reading in one statement could
-/// pair a moved index with an older history. Without `lock`, one statement reads both
-/// from one snapshot.
+/// The lock is taken by a statement of its own: in READ COMMITTED a statement that waits
+/// for a row lock returns the newest version of that row but reads every other table as
+/// of its own start, so locking and reading in one statement could pair a moved index
+/// with an older history.
 async fn read_history_and_index(
     conn: &mut PgConnection,
     workflow_id: &WorkflowId,
-    lock: bool,
 ) -> Result<(WorkflowSummary, Vec<StoredEvent>)> {
-    if lock {
-        let locked: Option<i32> =
-            sqlx::query_scalar("SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE")
-                .bind(workflow_id.as_str())
-                .fetch_optional(&mut *conn)
-                .await?;
-        if locked.is_none() {
-            return Err(Error::NotFound(workflow_id.clone()));
-        }
+    let locked: Option<i32> =
+        sqlx::query_scalar("SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE")
+            .bind(workflow_id.as_str())
+            .fetch_optional(&mut *conn)
+            .await?;
+    if locked.is_none() {
+        return Err(Error::NotFound(workflow_id.clone()));
     }
     let rows = sqlx::query(&format!(
         "WITH w AS ({SELECT_INDEX} WHERE workflow_id = $1)
