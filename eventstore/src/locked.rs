@@ -1,8 +1,7 @@
-//! Read, decide and append in one transaction, with the workflow's row locked.
-//!
-//! This is the hot path: a workflow task (or an activity outcome followed by the
-//! workflow's next commands) costs one commit, and appenders of one workflow queue on
-//! the row lock instead of racing and retrying.
+//! Read, decide and append in one transaction: the hot path. A workflow task (or an
+//! activity outcome followed by the workflow's next commands) costs one commit; a step
+//! that loses a race runs again with the workflow's row locked, so appenders of one
+//! workflow queue instead of racing again.
 
 use hcpflow_engine::{ChainHash, WorkflowId};
 use sqlx::postgres::PgRow;
@@ -18,49 +17,67 @@ use crate::timers::to_i64;
 use crate::WorkflowSummary;
 
 impl EventStore {
-    /// Locks the workflow's index row, reads its whole history, and asks `decide` what
-    /// to append. `decide` returns the batch to append (its `expected_next_seq` must be
-    /// the index's next seq) or `None`, and a value handed back to the caller.
+    /// Reads the workflow's index row and whole history, asks `decide` what to append,
+    /// and appends it in one transaction. `decide` returns the batch to append (its
+    /// `expected_next_seq` must be the index's next seq) or `None`, and a value handed
+    /// back to the caller.
+    ///
+    /// The first try reads without a lock (index and history in one statement, one
+    /// snapshot); if another appender commits first, the write fails, the transaction
+    /// rolls back, and the step runs again with the index row locked, where appenders of
+    /// one workflow queue. `decide` may therefore be called twice.
     ///
     /// # Guarantees
-    /// The history `decide` sees is the latest and cannot change before the append
-    /// commits. Nothing is written if `decide` fails or returns `None`.
+    /// What is appended was decided on the latest history; nothing is written if
+    /// `decide` fails or returns `None`.
     pub async fn append_locked<T>(
         &self,
         workflow_id: &WorkflowId,
-        decide: impl FnOnce(&WorkflowSummary, &[StoredEvent]) -> Result<(Option<AppendBatch>, T)>,
+        mut decide: impl FnMut(&WorkflowSummary, &[StoredEvent]) -> Result<(Option<AppendBatch>, T)>,
     ) -> Result<(Option<Appended>, T)> {
-        let mut tx = self.pool.begin().await?;
-        let (summary, events) = read_history_and_index(&mut tx, workflow_id).await?;
-        let (batch, value) = decide(&summary, &events)?;
-        let Some(batch) = batch else {
-            tx.rollback().await?;
-            return Ok((None, value));
-        };
-        let prev = check_start(workflow_id, &summary, &events, &batch)?;
-        let appended = finish_append(&mut tx, &batch, prev, to_i64(summary.next_seq)).await?;
-        tx.commit().await?;
-        Ok((Some(appended), value))
+        for lock in [false, true] {
+            let mut tx = self.pool.begin().await?;
+            let (summary, events) = read_history_and_index(&mut tx, workflow_id, lock).await?;
+            let (batch, value) = decide(&summary, &events)?;
+            let Some(batch) = batch else {
+                tx.rollback().await?;
+                return Ok((None, value));
+            };
+            let prev = check_start(workflow_id, &summary, &events, &batch)?;
+            match finish_append(&mut tx, &batch, prev, to_i64(summary.next_seq)).await {
+                Ok(appended) => {
+                    tx.commit().await?;
+                    return Ok((Some(appended), value));
+                }
+                Err(Error::Conflict { .. }) if !lock => tx.rollback().await?,
+                Err(error) => return Err(error),
+            }
+        }
+        unreachable!("the locked try either appends or returns its error")
     }
 }
 
-/// Locks the index row, then reads it with the whole history.
+/// The index row and the whole history, consistent with each other.
 ///
-/// The lock is taken by a statement of its own: in READ COMMITTED a statement that waits
-/// for a row lock returns the newest version of that row but reads every other table as
-/// of its own start, so locking and reading in one statement could pair a moved index
-/// with an older history.
+/// With `lock`, the index row is locked first, by a statement of its own: in READ
+/// COMMITTED a statement that waits for a row lock returns the newest version of that
+/// row but reads every other table as of its own start, so locking and reading in one
+/// statement could pair a moved index with an older history. Without `lock`, one
+/// statement reads both from one snapshot.
 async fn read_history_and_index(
     conn: &mut PgConnection,
     workflow_id: &WorkflowId,
+    lock: bool,
 ) -> Result<(WorkflowSummary, Vec<StoredEvent>)> {
-    let locked: Option<i32> =
-        sqlx::query_scalar("SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE")
-            .bind(workflow_id.as_str())
-            .fetch_optional(&mut *conn)
-            .await?;
-    if locked.is_none() {
-        return Err(Error::NotFound(workflow_id.clone()));
+    if lock {
+        let locked: Option<i32> =
+            sqlx::query_scalar("SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE")
+                .bind(workflow_id.as_str())
+                .fetch_optional(&mut *conn)
+                .await?;
+        if locked.is_none() {
+            return Err(Error::NotFound(workflow_id.clone()));
+        }
     }
     let rows = sqlx::query(&format!(
         "WITH w AS ({SELECT_INDEX} WHERE workflow_id = $1)

@@ -39,7 +39,7 @@ impl Journal {
     pub async fn step(
         &self,
         id: &WorkflowId,
-        inputs: impl FnOnce(&WorkflowSummary, &[HistoryEvent]) -> Option<Write> + Send,
+        mut inputs: impl FnMut(&WorkflowSummary, &[HistoryEvent]) -> Option<Write> + Send,
     ) -> Result<StepOutcome, StoreError> {
         let catalog = self.catalog.clone();
         let now = Utc::now().trunc_subsecs(3);
