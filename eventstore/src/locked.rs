@@ -35,25 +35,31 @@ impl EventStore {
         workflow_id: &WorkflowId,
         mut decide: impl FnMut(&WorkflowSummary, &[StoredEvent]) -> Result<(Option<AppendBatch>, T)>,
     ) -> Result<(Option<Appended>, T)> {
-        for lock in [false, true] {
-            let mut tx = self.pool.begin().await?;
-            let (summary, events) = read_history_and_index(&mut tx, workflow_id, lock).await?;
-            let (batch, value) = decide(&summary, &events)?;
-            let Some(batch) = batch else {
-                tx.rollback().await?;
-                return Ok((None, value));
-            };
-            let prev = check_start(workflow_id, &summary, &events, &batch)?;
-            match finish_append(&mut tx, &batch, prev, to_i64(summary.next_seq)).await {
-                Ok(appended) => {
-                    tx.commit().await?;
-                    return Ok((Some(appended), value));
-                }
-                Err(Error::Conflict { .. }) if !lock => tx.rollback().await?,
-                Err(error) => return Err(error),
-            }
+        match self.try_append(workflow_id, false, &mut decide).await {
+            Err(Error::Conflict { .. }) => self.try_append(workflow_id, true, &mut decide).await,
+            other => other,
         }
-        unreachable!("the locked try either appends or returns its error")
+    }
+
+    /// One try: read (locking the index row first when `lock`), decide, append, commit.
+    async fn try_append<T>(
+        &self,
+        workflow_id: &WorkflowId,
+        lock: bool,
+        decide: &mut impl FnMut(&WorkflowSummary, &[StoredEvent]) -> Result<(Option<AppendBatch>, T)>,
+    ) -> Result<(Option<Appended>, T)> {
+        let mut tx = self.pool.begin().await?;
+        let (summary, events) = read_history_and_index(&mut tx, workflow_id, lock).await?;
+        let (batch, value) = decide(&summary, &events)?;
+        let Some(batch) = batch else {
+            tx.rollback().await?;
+            return Ok((None, value));
+        };
+        let prev = check_start(workflow_id, &summary, &events, &batch)?;
+        // On an error the transaction is dropped, which rolls it back.
+        let appended = finish_append(&mut tx, &batch, prev, to_i64(summary.next_seq)).await?;
+        tx.commit().await?;
+        Ok((Some(appended), value))
     }
 }
 
