@@ -47,7 +47,6 @@ impl ActivityWorker {
         if message.info().is_ok_and(|info| info.delivered > 1) {
             self.journal.metrics.redeliveries.inc();
         }
-        tracing::debug!("activity task received");
         let task: ActivityTaskMessage = match serde_json::from_slice(&message.payload) {
             Ok(task) => task,
             Err(error) => {

@@ -77,30 +77,6 @@ impl Journal {
             .collect()
     }
 
-    /// Appends at `expected`, then publishes what the append wrote to the outbox.
-    pub async fn append(
-        &self,
-        id: &WorkflowId,
-        expected: Seq,
-        write: Write,
-    ) -> Result<Appended, hcpflow_eventstore::Error> {
-        let batch = self.batch(id, expected, write);
-        let marks = batch.mark_published.clone();
-        match self.store.append(batch).await {
-            Ok(appended) => {
-                self.publish_rows(&appended.outbox).await;
-                Ok(appended)
-            }
-            Err(error) => {
-                self.return_published(marks);
-                if matches!(error, hcpflow_eventstore::Error::Conflict { .. }) {
-                    self.metrics.conflicts.inc();
-                }
-                Err(error)
-            }
-        }
-    }
-
     /// Creates a workflow with its first events, then publishes.
     pub async fn create(
         &self,
@@ -214,7 +190,6 @@ impl Journal {
     /// Wakes the workflow; `trigger` is the seq of the event that needs the wake.
     pub fn workflow_task(&self, id: &WorkflowId, trigger: Seq) -> OutboxMessage {
         self.workflow_task_message(
-            id,
             format!("wt-{id}-{trigger}"),
             WorkflowTask {
                 workflow_id: id.to_string(),
@@ -231,7 +206,6 @@ impl Journal {
         started_seq: Seq,
     ) -> OutboxMessage {
         self.workflow_task_message(
-            parent,
             format!("wt-{parent}-child-{started_seq}"),
             WorkflowTask {
                 workflow_id: parent.to_string(),
@@ -243,12 +217,7 @@ impl Journal {
         )
     }
 
-    fn workflow_task_message(
-        &self,
-        _id: &WorkflowId,
-        msg_id: String,
-        task: WorkflowTask,
-    ) -> OutboxMessage {
+    fn workflow_task_message(&self, msg_id: String, task: WorkflowTask) -> OutboxMessage {
         OutboxMessage {
             subject: self.subjects.workflow_tasks(),
             msg_id,

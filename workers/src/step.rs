@@ -42,10 +42,13 @@ impl Journal {
         mut inputs: impl FnMut(&WorkflowSummary, &[HistoryEvent]) -> Option<Write> + Send,
     ) -> Result<StepOutcome, StoreError> {
         let catalog = self.catalog.clone();
+        // A second call of the closure below means the first try lost a race.
+        let mut tries = 0u32;
         let now = Utc::now().trunc_subsecs(3);
         let (appended, decision) = self
             .store
             .append_locked(id, |summary, stored| {
+                tries += 1;
                 let history = decode(stored)?;
                 let Some(mut write) = inputs(summary, &history) else {
                     return Ok((
@@ -113,11 +116,13 @@ impl Journal {
                 Ok((Some(batch), decision))
             })
             .await?;
+        if tries > 1 {
+            self.metrics.conflicts.inc();
+        }
         match &appended {
             Some(appended) => {
                 tracing::debug!(workflow_id = %id, next_seq = %appended.next_seq, "step committed");
                 self.after_commit(appended).await;
-                tracing::debug!(workflow_id = %id, "step published");
             }
             None => {
                 if let Some(status) = decision.unblocked {
