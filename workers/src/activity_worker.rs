@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use crate::activities::{ActivityInput, ActivityRegistry, Ledger};
 use crate::journal::{to_datetime, Journal, Write};
 use crate::nats::ACK_WAIT;
-use crate::nats::{serve_deliveries, Deliveries};
+use crate::nats::{serve_tasks, Deliveries};
 use crate::wire::ActivityTaskMessage;
 
 #[derive(Debug)]
@@ -36,25 +36,20 @@ impl ActivityWorker {
     ) -> anyhow::Result<()> {
         let deliveries = Deliveries::new(consumer, "activity tasks");
         let concurrency = self.concurrency;
-        serve_deliveries(deliveries, concurrency, shutdown, move |message| {
-            let worker = self.clone();
-            async move { worker.handle(message).await }
-        })
+        serve_tasks(
+            deliveries,
+            concurrency,
+            shutdown,
+            self.journal.metrics.clone(),
+            move |message, task| {
+                let worker = self.clone();
+                async move { worker.handle(message, task).await }
+            },
+        )
         .await
     }
 
-    async fn handle(&self, message: async_nats::jetstream::Message) {
-        if message.info().is_ok_and(|info| info.delivered > 1) {
-            self.journal.metrics.redeliveries.inc();
-        }
-        let task: ActivityTaskMessage = match serde_json::from_slice(&message.payload) {
-            Ok(task) => task,
-            Err(error) => {
-                tracing::error!(%error, "malformed activity task dropped");
-                let _ = message.ack().await;
-                return;
-            }
-        };
+    async fn handle(&self, message: async_nats::jetstream::Message, task: ActivityTaskMessage) {
         let message = Arc::new(message);
         // Heartbeat: tell NATS the attempt is alive, so only a dead worker's task returns,
         // and keep the workflow fresh so the sweeper does not re-enqueue a long attempt.

@@ -191,23 +191,37 @@ impl Deliveries {
     }
 }
 
-/// Runs `handle` for every delivered message, at most `concurrency` at once, until
+/// Runs `handle` for every delivered task message, at most `concurrency` at once, until
 /// shutdown; then waits for the handlers in flight (what they do not ack, NATS hands to
-/// another process).
-pub async fn serve_deliveries<F, Fut>(
+/// another process). Redeliveries are counted; a message that does not decode as `T` is
+/// logged and acknowledged, so it cannot come back forever.
+pub async fn serve_tasks<T, F, Fut>(
     mut deliveries: Deliveries,
     concurrency: usize,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
+    metrics: std::sync::Arc<crate::metrics::Metrics>,
     handle: F,
 ) -> anyhow::Result<()>
 where
-    F: Fn(jetstream::Message) -> Fut,
+    T: serde::de::DeserializeOwned,
+    F: Fn(jetstream::Message, T) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(concurrency));
     while let Some(message) = deliveries.next(&mut shutdown).await {
+        if message.info().is_ok_and(|info| info.delivered > 1) {
+            metrics.redeliveries.inc();
+        }
+        let task: T = match serde_json::from_slice(&message.payload) {
+            Ok(task) => task,
+            Err(error) => {
+                tracing::error!(label = deliveries.label, %error, "malformed task dropped");
+                let _ = message.ack().await;
+                continue;
+            }
+        };
         let permit = permits.clone().acquire_owned().await?;
-        let work = handle(message);
+        let work = handle(message, task);
         tokio::spawn(async move {
             work.await;
             drop(permit);

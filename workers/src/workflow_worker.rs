@@ -16,7 +16,7 @@ use hcpflow_eventstore::Error as StoreError;
 use tokio::sync::watch;
 
 use crate::journal::{Journal, Write};
-use crate::nats::{serve_deliveries, Deliveries};
+use crate::nats::{serve_tasks, Deliveries};
 use crate::wire::WorkflowTask;
 
 #[derive(Debug)]
@@ -43,25 +43,20 @@ impl WorkflowWorker {
     ) -> anyhow::Result<()> {
         let deliveries = Deliveries::new(consumer, "workflow tasks");
         let concurrency = self.concurrency;
-        serve_deliveries(deliveries, concurrency, shutdown, move |message| {
-            let worker = self.clone();
-            async move { worker.handle(message).await }
-        })
+        serve_tasks(
+            deliveries,
+            concurrency,
+            shutdown,
+            self.journal.metrics.clone(),
+            move |message, task| {
+                let worker = self.clone();
+                async move { worker.handle(message, task).await }
+            },
+        )
         .await
     }
 
-    async fn handle(&self, message: async_nats::jetstream::Message) {
-        if message.info().is_ok_and(|info| info.delivered > 1) {
-            self.journal.metrics.redeliveries.inc();
-        }
-        let task: WorkflowTask = match serde_json::from_slice(&message.payload) {
-            Ok(task) => task,
-            Err(error) => {
-                tracing::error!(%error, "malformed workflow task dropped");
-                let _ = message.ack().await;
-                return;
-            }
-        };
+    async fn handle(&self, message: async_nats::jetstream::Message, task: WorkflowTask) {
         let Ok(id) = WorkflowId::new(task.workflow_id.clone()) else {
             tracing::error!(workflow_id = %task.workflow_id, "workflow task with an invalid id dropped");
             let _ = message.ack().await;
