@@ -8,6 +8,8 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use crate::error::Result;
 use crate::store::EventStore;
 
@@ -40,7 +42,11 @@ pub struct ClaimedMessage {
     pub payload: Vec<u8>,
     /// How many times this row has been claimed, this claim included.
     pub attempts: i32,
+    /// When the append that wrote it committed.
+    pub created_at: DateTime<Utc>,
 }
+
+type ClaimRow = (i64, String, String, String, Vec<u8>, i32, DateTime<Utc>);
 
 impl EventStore {
     /// Claims up to `limit` unpublished messages, oldest first, for `lease`.
@@ -93,7 +99,7 @@ impl EventStore {
         limit: u32,
         lease: Duration,
     ) -> Result<Vec<ClaimedMessage>> {
-        let rows: Vec<(i64, String, String, String, Vec<u8>, i32)> = sqlx::query_as(
+        let rows: Vec<ClaimRow> = sqlx::query_as(
             "UPDATE outbox o
                 SET claimed_by = $1,
                     claim_expires_at = now() + make_interval(secs => $3),
@@ -106,7 +112,7 @@ impl EventStore {
                      ORDER BY id
                      LIMIT $2
                      FOR UPDATE SKIP LOCKED)
-             RETURNING o.id, o.workflow_id, o.subject, o.msg_id, o.payload, o.attempts",
+             RETURNING o.id, o.workflow_id, o.subject, o.msg_id, o.payload, o.attempts, o.created_at",
         )
         .bind(claimer)
         .bind(i64::from(limit))
@@ -117,13 +123,16 @@ impl EventStore {
         let mut claimed: Vec<ClaimedMessage> = rows
             .into_iter()
             .map(
-                |(id, workflow_id, subject, msg_id, payload, attempts)| ClaimedMessage {
-                    id,
-                    workflow_id,
-                    subject,
-                    msg_id,
-                    payload,
-                    attempts,
+                |(id, workflow_id, subject, msg_id, payload, attempts, created_at)| {
+                    ClaimedMessage {
+                        id,
+                        workflow_id,
+                        subject,
+                        msg_id,
+                        payload,
+                        attempts,
+                        created_at,
+                    }
                 },
             )
             .collect();

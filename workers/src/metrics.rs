@@ -26,6 +26,20 @@ impl Counter {
     }
 }
 
+/// A value that goes up and down.
+#[derive(Debug, Default)]
+pub struct Gauge(AtomicU64);
+
+impl Gauge {
+    pub fn set(&self, value: u64) {
+        self.0.store(value, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
 /// Sum and count of durations in microseconds (a Prometheus summary without quantiles).
 #[derive(Debug, Default)]
 pub struct Timing {
@@ -58,8 +72,9 @@ pub struct Metrics {
     pub dead_lettered: Counter,
     pub swept: Counter,
     pub timers_fired: Counter,
-    /// Age in milliseconds of the oldest row the relay last had to publish.
-    pub outbox_lag_ms: Counter,
+    /// Age in milliseconds of the oldest row the relay last had to publish; 0 when it
+    /// found none.
+    pub outbox_lag_ms: Gauge,
     pub workflow_task_time: Timing,
     pub activity_time: Timing,
 }

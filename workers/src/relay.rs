@@ -62,8 +62,12 @@ impl Relay {
             .store
             .claim_outbox_older_than(&self.name, GRACE, BATCH, LEASE)
             .await?;
+        let oldest = rows.iter().map(|row| row.created_at).min();
+        let lag = oldest.map_or(0, |at| {
+            u64::try_from((chrono::Utc::now() - at).num_milliseconds()).unwrap_or(0)
+        });
+        self.journal.metrics.outbox_lag_ms.set(lag);
         if rows.is_empty() {
-            self.journal.metrics.outbox_lag_ms.add(0);
             return Ok(0);
         }
         let mut published = Vec::with_capacity(rows.len());
