@@ -8,11 +8,12 @@
 use chrono::Utc;
 use hcpflow_engine::{ChainHash, Seq, WorkflowId, WorkflowStatus};
 use serde_json::Value;
-use sqlx::{PgConnection, Postgres, Transaction};
+use sqlx::PgConnection;
 
-use crate::error::{is_unique_violation, Error, Result};
+use crate::error::{is_division_by_zero, is_unique_violation, Error, Result};
 use crate::ledger::{self, LedgerEntry};
 use crate::outbox::{OutboxMessage, OutboxRow};
+use crate::published::PublishedRange;
 use crate::record::{envelope_bytes, store_precision, NewEvent, StoredEvent};
 use crate::store::EventStore;
 use crate::timers::{to_i64, NewTimer};
@@ -26,6 +27,9 @@ pub struct NewWorkflow {
     pub parent_id: Option<WorkflowId>,
     /// SHA-256 of the start input, so a repeated start can tell "same" from "different".
     pub input_digest: Option<String>,
+    /// Where every event of this workflow is published (the events stream); `None` for
+    /// none.
+    pub events_subject: Option<String>,
 }
 
 /// Everything one append writes.
@@ -43,9 +47,9 @@ pub struct AppendBatch {
     /// A finished workflow's output or error, for the index.
     pub output: Option<Value>,
     pub error: Option<Value>,
-    /// When set, every appended event is also written to the outbox for this subject
-    /// (the events stream), as a history entry plus `workflow_id`.
-    pub event_subject: Option<String>,
+    /// Events of this workflow its process published since its previous append: the
+    /// append moves the events-stream watermark over them (see [`crate::published`]).
+    pub events_published: Option<PublishedRange>,
     /// The time to record the events with (default: now). A caller that runs workflow
     /// code over the new events before appending them fixes it, so the code and a
     /// later replay see the same instant.
@@ -67,7 +71,7 @@ impl AppendBatch {
             ledger: Vec::new(),
             output: None,
             error: None,
-            event_subject: None,
+            events_published: None,
             recorded_at: None,
             mark_published: Vec::new(),
         }
@@ -105,7 +109,7 @@ pub struct Appended {
     /// The seq the next append must expect.
     pub next_seq: Seq,
     pub head_hash: ChainHash,
-    /// The outbox rows written: the batch's messages, then the event messages.
+    /// The outbox rows written.
     pub outbox: Vec<OutboxRow>,
     /// The index status after the append (`pending` for a start that waits its turn).
     pub status: Option<WorkflowStatus>,
@@ -151,8 +155,9 @@ impl EventStore {
         }
         let inserted = sqlx::query(
             "INSERT INTO workflows (workflow_id, workflow_type, status, concurrency_key, parent_id,
-                                    next_seq, head_hash, input_digest, output, error)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                                    next_seq, head_hash, input_digest, output, error,
+                                    events_subject)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
              ON CONFLICT (workflow_id) DO NOTHING",
         )
         .bind(batch.workflow_id.as_str())
@@ -165,6 +170,7 @@ impl EventStore {
         .bind(workflow.input_digest.as_deref())
         .bind(batch.output.as_ref())
         .bind(batch.error.as_ref())
+        .bind(workflow.events_subject.as_deref())
         .execute(&mut *tx)
         .await?;
         if inserted.rows_affected() == 0 {
@@ -204,26 +210,52 @@ impl EventStore {
             seq: u64::try_from(next_seq - 1).unwrap_or(0),
             reason: format!("index head hash: {error}"),
         })?;
-        let appended = finish_append(&mut tx, &batch, prev, next_seq).await?;
+        let appended = finish_append(&mut tx, &batch, prev, IndexAt::seq(next_seq)).await?;
         tx.commit().await?;
         Ok(appended)
     }
 }
 
-/// Chains and writes `batch` after `prev` (the head at `next_seq - 1`), moves the index,
-/// and promotes a waiting workflow when this one ends. The caller commits.
+/// Where the index must stand for an append to move it: the next seq the batch was
+/// decided on, and the status too when the decision depended on it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct IndexAt {
+    pub next_seq: i64,
+    pub status: Option<WorkflowStatus>,
+}
+
+impl IndexAt {
+    pub(crate) fn seq(next_seq: i64) -> Self {
+        Self {
+            next_seq,
+            status: None,
+        }
+    }
+
+    pub(crate) fn summary(summary: &crate::WorkflowSummary) -> Self {
+        Self {
+            next_seq: to_i64(summary.next_seq),
+            status: Some(summary.status),
+        }
+    }
+}
+
+/// Chains and writes `batch` after `prev` (the head before `index.next_seq`), moves the index,
+/// and promotes a waiting workflow when this one ends. The caller commits — or, when
+/// [`needs_transaction`] says no, runs it outside a transaction: it is then one
+/// statement, all or nothing on its own.
 pub(crate) async fn finish_append(
-    tx: &mut Transaction<'_, Postgres>,
+    conn: &mut PgConnection,
     batch: &AppendBatch,
     prev: ChainHash,
-    next_seq: i64,
+    index: IndexAt,
 ) -> Result<Appended> {
     let chained = chain_events(batch, prev)?;
-    let (outbox, moved) = write_batch(tx, batch, &chained, Some(next_seq)).await?;
+    let (outbox, moved) = write_batch(conn, batch, &chained, Some(index)).await?;
     let mut promoted = None;
     if let (Some(Some(key)), Some(status)) = (moved, batch.status) {
         if status.is_terminal() {
-            promoted = promote_next(tx, &key).await?;
+            promoted = promote_next(conn, &key).await?;
         }
     }
     Ok(Appended {
@@ -232,6 +264,14 @@ pub(crate) async fn finish_append(
         promoted,
         ..chained
     })
+}
+
+/// Whether [`finish_append`] of `batch` writes more than its one statement — ledger
+/// rows, or the promotion of a start waiting for the ending workflow's concurrency key
+/// — and so must run inside a transaction.
+pub(crate) fn needs_transaction(batch: &AppendBatch, concurrency_key: Option<&str>) -> bool {
+    let ends = batch.status.is_some_and(WorkflowStatus::is_terminal);
+    !batch.ledger.is_empty() || (ends && concurrency_key.is_some())
 }
 
 fn conflict(batch: &AppendBatch, actual: Option<u64>) -> Error {
@@ -279,17 +319,17 @@ fn chain_events(batch: &AppendBatch, mut prev: ChainHash) -> Result<Appended> {
 }
 
 /// Serialises starts and releases of one concurrency key.
-async fn lock_key(tx: &mut Transaction<'_, Postgres>, key: &str) -> Result<()> {
+async fn lock_key(conn: &mut PgConnection, key: &str) -> Result<()> {
     sqlx::query("SELECT pg_advisory_xact_lock(hashtext('hcpflow.concurrency-key:' || $1))")
         .bind(key)
-        .execute(&mut **tx)
+        .execute(&mut *conn)
         .await?;
     Ok(())
 }
 
 /// Moves the oldest `pending` workflow of `key` to `running`, if no other holds the key.
-async fn promote_next(tx: &mut Transaction<'_, Postgres>, key: &str) -> Result<Option<WorkflowId>> {
-    lock_key(tx, key).await?;
+async fn promote_next(conn: &mut PgConnection, key: &str) -> Result<Option<WorkflowId>> {
+    lock_key(conn, key).await?;
     let promoted: Option<String> = sqlx::query_scalar(
         "UPDATE workflows SET status = 'running', updated_at = now()
           WHERE workflow_id = (
@@ -302,7 +342,7 @@ async fn promote_next(tx: &mut Transaction<'_, Postgres>, key: &str) -> Result<O
          RETURNING workflow_id",
     )
     .bind(key)
-    .fetch_optional(&mut **tx)
+    .fetch_optional(&mut *conn)
     .await?;
     promoted
         .map(|id| {
@@ -311,24 +351,25 @@ async fn promote_next(tx: &mut Transaction<'_, Postgres>, key: &str) -> Result<O
         .transpose()
 }
 
-/// Writes the events, outbox rows (with the events-stream messages), published marks
-/// and timers — and, when `move_index_from` is given, moves the index from that next
+/// Writes the events, outbox rows, published marks and timers — and, when `move_index_from` is given, moves the index from that next
 /// seq — in one statement: one round trip on the hot path. Returns the outbox rows and,
 /// for an index move, the workflow's concurrency key (`None` inside: it has none).
-/// Outbox ids, rows moved in the index, its concurrency key, and the two notify columns.
+/// Outbox ids, rows moved in the index, its concurrency key, the two notify columns, and
+/// the guard that the index moved.
 type WrittenRow = (
     Vec<i64>,
     i64,
     Option<String>,
     Option<String>,
     Option<String>,
+    i32,
 );
 
 pub(crate) async fn write_batch(
     conn: &mut PgConnection,
     batch: &AppendBatch,
     chained: &Appended,
-    move_index_from: Option<i64>,
+    move_index_from: Option<IndexAt>,
 ) -> Result<(Vec<OutboxRow>, Option<Option<String>>)> {
     let events = &chained.events;
     let seqs: Vec<i64> = events.iter().map(|e| to_i64(e.seq)).collect();
@@ -344,18 +385,7 @@ pub(crate) async fn write_batch(
         .map(|e| e.hash.as_bytes().as_slice())
         .collect();
 
-    let mut messages = batch.outbox.clone();
-    if let Some(subject) = &batch.event_subject {
-        messages.extend(events.iter().map(|event| {
-            OutboxMessage {
-                subject: subject.clone(),
-                msg_id: format!("ev-{}-{}", event.workflow_id, event.seq),
-                payload: crate::record::entry_json(event, true)
-                    .to_string()
-                    .into_bytes(),
-            }
-        }));
-    }
+    let messages = &batch.outbox;
     let subjects: Vec<&str> = messages.iter().map(|m| m.subject.as_str()).collect();
     let msg_ids: Vec<&str> = messages.iter().map(|m| m.msg_id.as_str()).collect();
     let payloads: Vec<&[u8]> = messages.iter().map(|m| m.payload.as_slice()).collect();
@@ -384,14 +414,21 @@ pub(crate) async fn write_batch(
               UPDATE workflows
                  SET next_seq = $16, head_hash = $17, status = COALESCE($18, status),
                      output = COALESCE($19, output), error = COALESCE($20, error), updated_at = now(),
-                     blocked_reason = CASE WHEN $18 IS NULL THEN blocked_reason END
+                     blocked_reason = CASE WHEN $18 IS NULL THEN blocked_reason END,
+                     events_published_seq = CASE
+                         WHEN events_published_seq >= $21 - 1 AND events_published_seq < $22 THEN $22
+                         ELSE events_published_seq END
                WHERE $15::bigint IS NOT NULL AND workflow_id = $1 AND next_seq = $15
+                 AND ($23::text IS NULL OR status = $23)
               RETURNING concurrency_key)
          SELECT COALESCE((SELECT array_agg(id ORDER BY id) FROM ob), '{}'::bigint[]),
                 (SELECT count(*) FROM up),
                 (SELECT concurrency_key FROM up),
-                (SELECT pg_notify('hcpflow_outbox', $1) WHERE cardinality($8::text[]) > 0)::text,
-                (SELECT pg_notify('hcpflow_timers', '') WHERE cardinality($12::bigint[]) > 0)::text",
+                (SELECT pg_notify('hcpflow_outbox', $1))::text,
+                (SELECT pg_notify('hcpflow_timers', '') WHERE cardinality($12::bigint[]) > 0)::text,
+                -- An index that did not move fails the whole statement (division by
+                -- zero), so that, run outside a transaction, it still writes nothing.
+                CASE WHEN $15::bigint IS NULL THEN 1 ELSE 1 / (SELECT count(*) FROM up)::int END",
     )
     .bind(batch.workflow_id.as_str())
     .bind(&seqs)
@@ -407,21 +444,26 @@ pub(crate) async fn write_batch(
     .bind(&timer_seqs)
     .bind(&timer_kinds)
     .bind(&timer_due)
-    .bind(move_index_from)
+    .bind(move_index_from.map(|index| index.next_seq))
     .bind(to_i64(chained.next_seq))
     .bind(chained.head_hash.as_bytes().as_slice())
     .bind(batch.status.map(WorkflowStatus::as_str))
     .bind(batch.output.as_ref())
     .bind(batch.error.as_ref())
+    .bind(batch.events_published.map(|range| to_i64(range.first)))
+    .bind(batch.events_published.map(|range| to_i64(range.last)))
+    .bind(move_index_from.and_then(|index| index.status).map(WorkflowStatus::as_str))
     .fetch_one(&mut *conn)
     .await
     .map(
-        |(ids, moved, key, _, _): WrittenRow| {
+        |(ids, moved, key, _, _, _): WrittenRow| {
             (ids, moved, key)
         },
     );
     let (ids, moved, key) = match written {
-        Err(error) if is_unique_violation(&error) => return Err(conflict(batch, None)),
+        Err(error) if is_unique_violation(&error) || is_division_by_zero(&error) => {
+            return Err(conflict(batch, None))
+        }
         other => other?,
     };
     ledger::insert(conn, &batch.workflow_id, &batch.ledger).await?;
@@ -432,7 +474,7 @@ pub(crate) async fn write_batch(
     };
     let rows = ids
         .into_iter()
-        .zip(messages)
+        .zip(messages.iter().cloned())
         .map(|(id, message)| OutboxRow { id, message })
         .collect();
     Ok((rows, index))

@@ -9,6 +9,7 @@
 //! - [`append`]: atomic appends with optimistic concurrency on the expected next seq;
 //! - [`history`]: reading a history page by page, and verifying its hash chain;
 //! - [`index`], [`outbox`], [`timers`], [`ledger`]: the tables written alongside;
+//! - [`published`]: how far each workflow's events are on the events stream;
 //! - [`migrate`]: the embedded migrations and the application role's grants.
 
 pub mod append;
@@ -20,6 +21,7 @@ mod listen;
 mod locked;
 pub mod migrate;
 pub mod outbox;
+pub mod published;
 pub mod record;
 mod store;
 pub mod timers;
@@ -31,6 +33,7 @@ pub use index::{WorkflowFilter, WorkflowPage, WorkflowSummary};
 pub use ledger::{LedgerAction, LedgerEntry, LedgerRecord};
 pub use listen::Listener;
 pub use outbox::{ClaimedMessage, OutboxMessage, OutboxRow, OUTBOX_CHANNEL};
+pub use published::{PublishedRange, UnpublishedEvents};
 pub use record::{entry_json, NewEvent, StoredEvent};
 pub use store::EventStore;
 pub use timers::{ClaimedTimer, NewTimer, TimerKind, TIMERS_CHANNEL};

@@ -1,19 +1,18 @@
-//! Read, decide and append in one transaction: the hot path. A workflow task (or an
-//! activity outcome followed by the workflow's next commands) costs one commit; a step
-//! that loses a race runs again with the workflow's row locked, so appenders of one
-//! workflow queue instead of racing again.
+//! Read, decide and append: the hot path. A workflow task (or an activity outcome
+//! followed by the workflow's next commands) costs one commit and two round trips; a
+//! step that loses a race runs again in a transaction with the workflow's row locked,
+//! so appenders of one workflow queue instead of racing again.
 
 use hcpflow_engine::{ChainHash, WorkflowId};
 use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, Row};
+use sqlx::{Acquire, PgConnection, Row};
 
-use crate::append::{finish_append, AppendBatch, Appended};
+use crate::append::{finish_append, needs_transaction, AppendBatch, Appended, IndexAt};
 use crate::error::{Error, Result};
 use crate::history::{to_event, EventRow};
 use crate::index::{to_summary, IndexRow, SELECT_INDEX};
 use crate::record::StoredEvent;
 use crate::store::EventStore;
-use crate::timers::to_i64;
 use crate::WorkflowSummary;
 
 impl EventStore {
@@ -41,25 +40,83 @@ impl EventStore {
         }
     }
 
-    /// One try: read (locking the index row first when `lock`), decide, append, commit.
+    /// Appends `batch`, decided on a history the caller already holds, whose index is
+    /// `summary` (what its own last append left) — without reading anything: one
+    /// statement, one round trip.
+    ///
+    /// # Errors
+    /// [`Error::Conflict`] when the workflow moved on since (another appender, or a
+    /// status change): nothing is written, and the caller decides again on a fresh read
+    /// ([`EventStore::append_locked`]).
+    pub async fn append_known(
+        &self,
+        summary: &WorkflowSummary,
+        batch: &AppendBatch,
+    ) -> Result<Appended> {
+        if batch.workflow_id != summary.workflow_id || batch.expected_next_seq != summary.next_seq {
+            return Err(Error::InvalidInput(format!(
+                "an append to {} decided on its index must start at seq {}",
+                summary.workflow_id, summary.next_seq
+            )));
+        }
+        let mut conn = self.pool.acquire().await?;
+        write_decided(&mut conn, summary, batch, summary.head_hash).await
+    }
+
+    /// One try: read (locking the index row first when `lock`), decide, append.
+    ///
+    /// The lock-free try needs no transaction: the read is one statement (one snapshot)
+    /// and the write is one statement that fails as a whole on a conflict, so the step
+    /// costs two round trips. Writes of more than one statement, and the locked retry,
+    /// run in a transaction.
     async fn try_append<T>(
         &self,
         workflow_id: &WorkflowId,
         lock: bool,
         decide: &mut impl FnMut(&WorkflowSummary, &[StoredEvent]) -> Result<(Option<AppendBatch>, T)>,
     ) -> Result<(Option<Appended>, T)> {
-        let mut tx = self.pool.begin().await?;
-        let (summary, events) = read_history_and_index(&mut tx, workflow_id, lock).await?;
+        let mut conn = self.pool.acquire().await?;
+        if lock {
+            let mut tx = conn.begin().await?;
+            let (summary, events) = read_history_and_index(&mut tx, workflow_id, true).await?;
+            let (batch, value) = decide(&summary, &events)?;
+            let Some(batch) = batch else {
+                tx.rollback().await?;
+                return Ok((None, value));
+            };
+            let prev = check_start(workflow_id, &summary, &events, &batch)?;
+            // On an error the transaction is dropped, which rolls it back.
+            let appended = finish_append(&mut tx, &batch, prev, IndexAt::summary(&summary)).await?;
+            tx.commit().await?;
+            return Ok((Some(appended), value));
+        }
+        let (summary, events) = read_history_and_index(&mut conn, workflow_id, false).await?;
         let (batch, value) = decide(&summary, &events)?;
         let Some(batch) = batch else {
-            tx.rollback().await?;
             return Ok((None, value));
         };
         let prev = check_start(workflow_id, &summary, &events, &batch)?;
-        // On an error the transaction is dropped, which rolls it back.
-        let appended = finish_append(&mut tx, &batch, prev, to_i64(summary.next_seq)).await?;
-        tx.commit().await?;
+        let appended = write_decided(&mut conn, &summary, &batch, prev).await?;
         Ok((Some(appended), value))
+    }
+}
+
+/// Writes a batch decided on `summary` without holding a lock: one statement that fails
+/// as a whole when the index moved, or a transaction when the batch needs more.
+async fn write_decided(
+    conn: &mut PgConnection,
+    summary: &WorkflowSummary,
+    batch: &AppendBatch,
+    prev: ChainHash,
+) -> Result<Appended> {
+    let index = IndexAt::summary(summary);
+    if needs_transaction(batch, summary.concurrency_key.as_deref()) {
+        let mut tx = conn.begin().await?;
+        let appended = finish_append(&mut tx, batch, prev, index).await?;
+        tx.commit().await?;
+        Ok(appended)
+    } else {
+        finish_append(conn, batch, prev, index).await
     }
 }
 

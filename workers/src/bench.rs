@@ -1,5 +1,5 @@
 //! `hcpflow bench`: submits workflows over NATS like any client and prints throughput,
-//! latency (submit → terminal event) and Postgres commits per step. Figures are
+//! latency (submit → terminal event) and Postgres write transactions per step. Figures are
 //! printed, never asserted.
 
 use std::collections::HashMap;
@@ -50,6 +50,7 @@ pub struct BenchReport {
     pub elapsed: Duration,
     pub latencies: Vec<Duration>,
     pub steps: u64,
+    /// Transactions that wrote (got a transaction id) during the run.
     pub commits: Option<i64>,
 }
 
@@ -104,7 +105,7 @@ pub async fn run(
         None => None,
     };
     let commits_before = match &store {
-        Some(store) => Some(store.database_commits().await?),
+        Some(store) => Some(store.next_transaction_id().await?),
         None => None,
     };
 
@@ -146,7 +147,7 @@ pub async fn run(
     router.abort();
 
     let commits = match (&store, commits_before) {
-        (Some(store), Some(before)) => Some(store.database_commits().await? - before),
+        (Some(store), Some(before)) => Some(store.next_transaction_id().await? - before),
         _ => None,
     };
     let mut latencies = Vec::new();
@@ -210,11 +211,11 @@ impl BenchReport {
         );
         match self.commits {
             Some(commits) if self.steps > 0 => println!(
-                "  pg commits     {commits} ({:.2} per step)",
+                "  pg write txns  {commits} ({:.2} per step)",
                 commits as f64 / self.steps as f64
             ),
             _ => println!(
-                "  pg commits     (give --database-url or HCPFLOW_DATABASE_URL to count them)"
+                "  pg write txns  (give --database-url or HCPFLOW_DATABASE_URL to count them)"
             ),
         }
     }

@@ -108,6 +108,7 @@ impl Intake {
             concurrency_key,
             parent_id: request.parent.map(|p| p.workflow_id),
             input_digest: Some(digest.clone()),
+            events_subject: Some(self.journal.subjects.events(id.as_str())),
         };
         match self.journal.create(&workflow, &id, write, now).await {
             Ok(_) => Ok((id, StartStatus::Started)),

@@ -1,10 +1,13 @@
 //! The journal: appends to a history and dispatches what the append caused.
 //!
 //! Every append writes its NATS messages to the outbox in the same transaction, then
-//! publishes them right after the commit (the fast path). The ids of rows published
-//! this way are marked in the next append's transaction, so marking costs no commit of
-//! its own; a crash between commit and publish leaves rows that the relay finds.
+//! publishes them — and the appended events, to the events stream — right after the
+//! commit (the fast path). What was published this way is marked in the next append's
+//! transaction (outbox row ids, and the workflow's events-stream watermark), so marking
+//! costs no commit of its own; a crash between commit and publish leaves rows and events
+//! that the relay finds.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use async_nats::jetstream;
@@ -13,14 +16,18 @@ use hcpflow_engine::event::{ActivityScheduled, Event};
 use hcpflow_engine::{HistoryEvent, Seq, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::{
     AppendBatch, Appended, EventStore, LedgerEntry, NewEvent, NewTimer, NewWorkflow, OutboxMessage,
-    OutboxRow, TimerKind,
+    PublishedRange, StoredEvent, TimerKind,
 };
 use serde_json::Value;
 
 use crate::catalog::Catalog;
+use crate::history_cache::HistoryCache;
 use crate::metrics::Metrics;
 use crate::subjects::Subjects;
 use crate::wire::{ActivityTaskMessage, ChildDone, WorkflowTask};
+
+/// How many workflows' histories a process keeps decoded between steps.
+const HISTORY_CACHE_CAPACITY: usize = 4096;
 
 /// What one append writes besides its events.
 #[derive(Debug, Default)]
@@ -43,7 +50,16 @@ pub struct Journal {
     /// Set when this process runs workflow code: steps then run it in the same
     /// transaction as the inputs that wake it.
     pub catalog: Option<Arc<Catalog>>,
-    published: Mutex<Vec<i64>>,
+    published: Mutex<Published>,
+    /// Histories of this process's last appends, for the next step (see `step.rs`).
+    pub history_cache: HistoryCache,
+}
+
+/// What this process published and has not marked yet.
+#[derive(Debug, Default)]
+struct Published {
+    outbox_ids: Vec<i64>,
+    events: BTreeMap<WorkflowId, PublishedRange>,
 }
 
 impl Journal {
@@ -60,7 +76,8 @@ impl Journal {
             subjects,
             metrics,
             catalog,
-            published: Mutex::new(Vec::new()),
+            published: Mutex::new(Published::default()),
+            history_cache: HistoryCache::new(HISTORY_CACHE_CAPACITY),
         }
     }
 
@@ -91,11 +108,11 @@ impl Journal {
         let appended = match self.store.create_workflow(workflow, batch).await {
             Ok(appended) => appended,
             Err(error) => {
-                self.return_published(marks);
+                self.return_published(marks, None);
                 return Err(error);
             }
         };
-        self.publish_rows(&appended.outbox).await;
+        self.publish_appended(&appended).await;
         Ok(appended)
     }
 
@@ -111,34 +128,91 @@ impl Journal {
         batch.status = write.status;
         batch.output = write.output;
         batch.error = write.error;
-        batch.event_subject = Some(self.subjects.events(id.as_str()));
-        batch.mark_published = self.take_published();
+        if let Ok(mut published) = self.published.lock() {
+            batch.mark_published = std::mem::take(&mut published.outbox_ids);
+            batch.events_published = published.events.remove(id);
+        }
         batch
     }
 
-    /// Publishes outbox rows and remembers the ones NATS acknowledged. A failure is
-    /// only logged: the relay publishes whatever is left.
-    pub async fn publish_rows(&self, rows: &[OutboxRow]) {
-        let mut pending = Vec::with_capacity(rows.len());
-        for row in rows {
-            match self.send(&row.message).await {
-                Ok(ack) => pending.push((row.id, ack)),
+    /// Publishes what an append committed — its outbox rows first (the work they start
+    /// waits on them), then its events to the events stream — and remembers what NATS
+    /// acknowledged. A failure is only logged: the relay publishes whatever is left.
+    pub async fn publish_appended(&self, appended: &Appended) {
+        let messages: Vec<OutboxMessage> = appended
+            .outbox
+            .iter()
+            .map(|row| row.message.clone())
+            .chain(appended.events.iter().map(|event| {
+                self.event_message(&self.subjects.events(event.workflow_id.as_str()), event)
+            }))
+            .collect();
+        let acked = self.publish_all(&messages).await;
+        let (rows, events) = acked.split_at(appended.outbox.len());
+        let outbox_ids: Vec<i64> = appended
+            .outbox
+            .iter()
+            .zip(rows)
+            .filter(|(_, acked)| **acked)
+            .map(|(row, _)| row.id)
+            .collect();
+        // The watermark may only move over a gap-free run from the first event.
+        let run = events.iter().take_while(|acked| **acked).count();
+        let range = match (appended.events.first(), run.checked_sub(1)) {
+            (Some(first), Some(last)) => appended.events.get(last).map(|last| {
+                let range = PublishedRange {
+                    first: first.seq,
+                    last: last.seq,
+                };
+                (first.workflow_id.clone(), range)
+            }),
+            _ => None,
+        };
+        self.return_published(outbox_ids, range);
+    }
+
+    /// Publishes messages with their `Nats-Msg-Id`, all sent before any acknowledgement
+    /// is awaited; returns which ones JetStream acknowledged.
+    pub async fn publish_all(&self, messages: &[OutboxMessage]) -> Vec<bool> {
+        let mut pending = Vec::with_capacity(messages.len());
+        for message in messages {
+            match self.send(message).await {
+                Ok(ack) => pending.push(Some(ack)),
                 Err(error) => {
-                    tracing::warn!(%error, subject = %row.message.subject, "publish failed; the relay will retry")
+                    tracing::warn!(%error, subject = %message.subject, "publish failed; the relay will retry");
+                    pending.push(None);
                 }
             }
         }
-        let mut done = Vec::with_capacity(pending.len());
-        for (id, ack) in pending {
-            match ack.await {
-                Ok(_) => done.push(id),
-                Err(error) => {
-                    tracing::warn!(%error, "publish not acknowledged; the relay will retry")
-                }
-            }
+        let mut acked = Vec::with_capacity(pending.len());
+        for ack in pending {
+            acked.push(match ack {
+                Some(ack) => match ack.await {
+                    Ok(_) => true,
+                    Err(error) => {
+                        tracing::warn!(%error, "publish not acknowledged; the relay will retry");
+                        false
+                    }
+                },
+                None => false,
+            });
         }
-        self.metrics.published.add(done.len() as u64);
-        self.return_published(done);
+        self.metrics
+            .published
+            .add(acked.iter().filter(|acked| **acked).count() as u64);
+        acked
+    }
+
+    /// An appended event as the events stream carries it on `subject`: a history entry
+    /// plus `workflow_id`, deduplicated by workflow and seq.
+    pub fn event_message(&self, subject: &str, event: &StoredEvent) -> OutboxMessage {
+        OutboxMessage {
+            subject: subject.to_owned(),
+            msg_id: format!("ev-{}-{}", event.workflow_id, event.seq),
+            payload: hcpflow_eventstore::entry_json(event, true)
+                .to_string()
+                .into_bytes(),
+        }
     }
 
     /// Publishes one message now, outside any append (sweeper, timers, promotions).
@@ -157,31 +231,62 @@ impl Journal {
         self.js.send_publish(message.subject.clone(), publish).await
     }
 
-    fn take_published(&self) -> Vec<i64> {
-        self.published
-            .lock()
-            .map(|mut ids| std::mem::take(&mut *ids))
-            .unwrap_or_default()
+    pub(crate) fn return_published(
+        &self,
+        ids: Vec<i64>,
+        events: Option<(WorkflowId, PublishedRange)>,
+    ) {
+        let Ok(mut published) = self.published.lock() else {
+            return;
+        };
+        published.outbox_ids.extend(ids);
+        if let Some((id, range)) = events {
+            let merged = match published.events.get(&id) {
+                Some(earlier) => earlier.merge(range),
+                None => range,
+            };
+            published.events.insert(id, merged);
+        }
     }
 
-    fn return_published(&self, ids: Vec<i64>) {
-        if ids.is_empty() {
-            return;
-        }
-        if let Ok(mut buffer) = self.published.lock() {
-            buffer.extend(ids);
+    /// Marks, twice a second, what this process published and no append of the same
+    /// workflow marked (the last step of a workflow, or its next step ran elsewhere).
+    pub async fn mark_published_until(
+        self: Arc<Self>,
+        mut shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> anyhow::Result<()> {
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
+        loop {
+            tokio::select! {
+                _ = shutdown.changed() => return Ok(()),
+                _ = tick.tick() => self.flush_published().await,
+            }
         }
     }
 
     /// Marks whatever was published but not yet marked (when no append came along).
     pub async fn flush_published(&self) {
-        let ids = self.take_published();
-        if ids.is_empty() {
-            return;
+        let (ids, events) = match self.published.lock() {
+            Ok(mut published) => (
+                std::mem::take(&mut published.outbox_ids),
+                std::mem::take(&mut published.events),
+            ),
+            Err(_) => return,
+        };
+        if !ids.is_empty() {
+            if let Err(error) = self.store.mark_published_unclaimed(&ids).await {
+                tracing::warn!(%error, "marking published outbox rows failed; will retry");
+                self.return_published(ids, None);
+            }
         }
-        if let Err(error) = self.store.mark_published_unclaimed(&ids).await {
-            tracing::warn!(%error, "marking published outbox rows failed; will retry");
-            self.return_published(ids);
+        if !events.is_empty() {
+            let ranges: Vec<(WorkflowId, PublishedRange)> = events.into_iter().collect();
+            if let Err(error) = self.store.mark_events_published(&ranges).await {
+                tracing::warn!(%error, "marking published events failed; will retry");
+                for range in ranges {
+                    self.return_published(Vec::new(), Some(range));
+                }
+            }
         }
     }
 

@@ -1,7 +1,9 @@
-//! The outbox relay: publishes what a crash left in the outbox.
+//! The outbox relay: publishes what a crash left in the outbox, and appended events the
+//! events stream has not seen.
 //!
-//! Appending processes publish their own rows right after the commit; the relay only
-//! takes rows still unpublished after a grace period. It is woken by LISTEN/NOTIFY
+//! Appending processes publish their own rows and events right after the commit; the
+//! relay only takes rows still unpublished, and events above their workflow's
+//! watermark, after a grace period. It is woken by LISTEN/NOTIFY
 //! (debounced to one scan per grace period) with a slow fallback poll, so it never
 //! polls Postgres on the hot path. `Nats-Msg-Id` makes a second publish of a row a
 //! duplicate JetStream drops.
@@ -9,7 +11,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hcpflow_eventstore::{OutboxMessage, OUTBOX_CHANNEL};
+use std::collections::BTreeMap;
+
+use hcpflow_engine::WorkflowId;
+use hcpflow_eventstore::{OutboxMessage, PublishedRange, OUTBOX_CHANNEL};
 use tokio::sync::watch;
 
 use crate::journal::Journal;
@@ -28,24 +33,23 @@ pub struct Relay {
 impl Relay {
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
         let mut listener = self.journal.store.listen(&[OUTBOX_CHANNEL]).await?;
-        let mut flush = tokio::time::interval(Duration::from_millis(500));
         loop {
-            match self.relay_leftovers().await {
-                Ok(n) if n as u32 == BATCH => continue,
-                Ok(_) => {}
-                Err(error) => tracing::warn!(%error, "relaying the outbox failed; retrying"),
-            }
-            // Wait for activity (then let the grace period pass) or the fallback poll;
-            // meanwhile mark what this process published when no append did it.
-            let fallback = tokio::time::sleep(FALLBACK_POLL);
-            tokio::pin!(fallback);
-            let woken = loop {
-                tokio::select! {
-                    _ = shutdown.changed() => return Ok(()),
-                    _ = &mut fallback => break false,
-                    _ = flush.tick() => self.journal.flush_published().await,
-                    notified = listener.recv() => break notified.is_ok(),
+            let rows = self.relay_leftovers().await;
+            let events = self.relay_unpublished_events().await;
+            match (rows, events) {
+                (Ok(rows), Ok(events)) if rows as u32 == BATCH || events as u32 == BATCH => {
+                    continue
                 }
+                (Ok(_), Ok(_)) => {}
+                (Err(error), _) | (_, Err(error)) => {
+                    tracing::warn!(%error, "relaying the outbox failed; retrying")
+                }
+            }
+            // Wait for activity (then let the grace period pass) or the fallback poll.
+            let woken = tokio::select! {
+                _ = shutdown.changed() => return Ok(()),
+                _ = tokio::time::sleep(FALLBACK_POLL) => false,
+                notified = listener.recv() => notified.is_ok(),
             };
             if woken {
                 tokio::select! {
@@ -62,28 +66,28 @@ impl Relay {
             .store
             .claim_outbox_older_than(&self.name, GRACE, BATCH, LEASE)
             .await?;
-        let oldest = rows.iter().map(|row| row.created_at).min();
-        let lag = oldest.map_or(0, |at| {
-            u64::try_from((chrono::Utc::now() - at).num_milliseconds()).unwrap_or(0)
-        });
-        self.journal.metrics.outbox_lag_ms.set(lag);
+        self.journal
+            .metrics
+            .outbox_lag_ms
+            .set(lag_ms(rows.iter().map(|row| row.created_at).min()));
         if rows.is_empty() {
             return Ok(0);
         }
-        let mut published = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let message = OutboxMessage {
+        let messages: Vec<OutboxMessage> = rows
+            .iter()
+            .map(|row| OutboxMessage {
                 subject: row.subject.clone(),
                 msg_id: row.msg_id.clone(),
                 payload: row.payload.clone(),
-            };
-            match self.journal.publish(&message).await {
-                Ok(()) => published.push(row.id),
-                Err(error) => {
-                    tracing::warn!(%error, subject = %row.subject, "relay publish failed")
-                }
-            }
-        }
+            })
+            .collect();
+        let acked = self.journal.publish_all(&messages).await;
+        let published: Vec<i64> = rows
+            .iter()
+            .zip(acked)
+            .filter(|(_, acked)| *acked)
+            .map(|(row, _)| row.id)
+            .collect();
         self.journal
             .store
             .mark_published(&self.name, &published)
@@ -92,4 +96,58 @@ impl Relay {
         tracing::info!(rows = published.len(), "relayed outbox rows left behind");
         Ok(rows.len())
     }
+
+    /// Publishes events above their workflow's watermark and moves the marks over what
+    /// JetStream acknowledged. Two relays may publish the same event; its `Nats-Msg-Id`
+    /// makes the second a duplicate.
+    async fn relay_unpublished_events(&self) -> anyhow::Result<usize> {
+        let unpublished = self.journal.store.unpublished_events(GRACE, BATCH).await?;
+        let lag = lag_ms(unpublished.oldest_change);
+        if lag > self.journal.metrics.outbox_lag_ms.get() {
+            self.journal.metrics.outbox_lag_ms.set(lag);
+        }
+        let events = unpublished.events;
+        if events.is_empty() {
+            return Ok(0);
+        }
+        let messages: Vec<OutboxMessage> = events
+            .iter()
+            .map(|(subject, event)| self.journal.event_message(subject, event))
+            .collect();
+        let acked = self.journal.publish_all(&messages).await;
+        // Per workflow, the gap-free run of acknowledged events from its first one here,
+        // and whether that run is still unbroken.
+        let mut runs: BTreeMap<WorkflowId, (Option<PublishedRange>, bool)> = BTreeMap::new();
+        for ((_, event), acked) in events.iter().zip(acked) {
+            let single = PublishedRange {
+                first: event.seq,
+                last: event.seq,
+            };
+            let (run, unbroken) = runs
+                .entry(event.workflow_id.clone())
+                .or_insert((None, true));
+            *unbroken &= acked;
+            if *unbroken {
+                *run = Some(run.map_or(single, |run| run.merge(single)));
+            }
+        }
+        let ranges: Vec<(WorkflowId, PublishedRange)> = runs
+            .into_iter()
+            .filter_map(|(id, (run, _))| run.map(|range| (id, range)))
+            .collect();
+        self.journal.store.mark_events_published(&ranges).await?;
+        self.journal.metrics.relayed.add(events.len() as u64);
+        tracing::info!(
+            events = events.len(),
+            "relayed events the events stream had not seen"
+        );
+        Ok(events.len())
+    }
+}
+
+/// How long ago `oldest` was, in milliseconds (0 for nothing left behind).
+fn lag_ms(oldest: Option<chrono::DateTime<chrono::Utc>>) -> u64 {
+    oldest.map_or(0, |at| {
+        u64::try_from((chrono::Utc::now() - at).num_milliseconds()).unwrap_or(0)
+    })
 }

@@ -233,6 +233,10 @@ pub async fn run(
             }
         }
     }
+    spawn(
+        "published-marks".into(),
+        Box::pin(journal.clone().mark_published_until(shutdown.clone())),
+    );
     if let Some(addr) = config.metrics_addr {
         spawn(
             "metrics".into(),

@@ -11,8 +11,11 @@ use hcpflow_engine::event::{Event, HistoryEvent};
 use hcpflow_engine::{
     run_workflow_task, ExecError, OsEntropy, Seq, Timestamp, WorkflowId, WorkflowStatus,
 };
-use hcpflow_eventstore::{Appended, Error as StoreError, StoredEvent, WorkflowSummary};
+use hcpflow_eventstore::{
+    AppendBatch, Appended, Error as StoreError, StoredEvent, WorkflowSummary,
+};
 
+use crate::history_cache::CachedHistory;
 use crate::journal::{Journal, Write};
 
 /// What a step did.
@@ -30,98 +33,157 @@ struct Decision {
     nothing_to_do: bool,
     /// A blocked workflow replays again: its status to return to.
     unblocked: Option<WorkflowStatus>,
+    /// The history the decision was made on, with the recorded inputs, and its index:
+    /// kept for the next step when the append succeeds.
+    seen: Option<CachedHistory>,
+}
+
+impl Decision {
+    fn nothing_to_do() -> Self {
+        Self {
+            blocked: None,
+            nothing_to_do: true,
+            unblocked: None,
+            seen: None,
+        }
+    }
 }
 
 impl Journal {
     /// Runs a step. `inputs` sees the current history and returns the input events to
     /// record (with their ledger rows and timers in `Write`), or `None` to record
     /// nothing; with no inputs the step only runs the workflow code.
+    ///
+    /// The history comes from this process's cache when its last append was ours, and
+    /// is read otherwise; `inputs` may be called more than once (a stale cache, a lost
+    /// race), each time on a newer history.
     pub async fn step(
         &self,
         id: &WorkflowId,
         mut inputs: impl FnMut(&WorkflowSummary, &[HistoryEvent]) -> Option<Write> + Send,
     ) -> Result<StepOutcome, StoreError> {
-        let catalog = self.catalog.clone();
+        let now = Utc::now().trunc_subsecs(3);
+        if let Some(cached) = self.history_cache.take(id) {
+            let summary = cached.summary.clone();
+            let (batch, decision) = self.decide(id, &summary, cached.history, &mut inputs, now);
+            // Only an append is checked against the database; a decision to do nothing
+            // on a possibly stale copy is made again on a fresh read below.
+            if let Some(batch) = batch {
+                match self.store.append_known(&summary, &batch).await {
+                    Ok(appended) => return self.finish_step(id, Some(appended), decision).await,
+                    Err(StoreError::Conflict { .. }) => {
+                        self.metrics.conflicts.inc();
+                        // What the batch was to mark published is marked by a later one.
+                        let events = batch.events_published.map(|range| (id.clone(), range));
+                        self.return_published(batch.mark_published, events);
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+        }
         // A second call of the closure below means the first try lost a race.
         let mut tries = 0u32;
-        let now = Utc::now().trunc_subsecs(3);
         let (appended, decision) = self
             .store
             .append_locked(id, |summary, stored| {
                 tries += 1;
                 let history = decode(stored)?;
-                let Some(mut write) = inputs(summary, &history) else {
-                    return Ok((
-                        None,
-                        Decision {
-                            blocked: None,
-                            nothing_to_do: true,
-                            unblocked: None,
-                        },
-                    ));
-                };
-                let first_input = summary.next_seq;
-                let stamp =
-                    Timestamp::from_millis(u64::try_from(now.timestamp_millis()).unwrap_or(0));
-                let mut full = history;
-                for (offset, event) in write.events.iter().enumerate() {
-                    full.push(HistoryEvent {
-                        seq: first_input.advance(offset as u64),
-                        recorded_at: stamp,
-                        event: event.clone(),
-                    });
-                }
-                let runnable = matches!(
-                    summary.status,
-                    WorkflowStatus::Running
-                        | WorkflowStatus::Compensating
-                        | WorkflowStatus::Blocked
-                ) && !full.iter().any(|e| e.event.is_terminal());
-                let mut blocked = None;
-                let mut unblocked = None;
-                match (&catalog, runnable) {
-                    (Some(catalog), true) => {
-                        match run_workflow_task(catalog.registry(), id, &full, Box::new(OsEntropy))
-                        {
-                            Ok(outcome) => {
-                                if !outcome.commands.is_empty()
-                                    || summary.status == WorkflowStatus::Blocked
-                                {
-                                    write.status = Some(outcome.status);
-                                }
-                                if summary.status == WorkflowStatus::Blocked {
-                                    unblocked = Some(outcome.status);
-                                }
-                                self.add_commands(id, &full, &outcome, &mut write);
-                            }
-                            Err(error) => blocked = Some(error),
-                        }
-                    }
-                    (None, true) if wakes(&write.events) => {
-                        let last = first_input.advance(write.events.len().saturating_sub(1) as u64);
-                        write.messages.push(self.workflow_task(id, last));
-                    }
-                    _ => {}
-                }
-                let decision = Decision {
-                    blocked,
-                    nothing_to_do: false,
-                    unblocked,
-                };
-                if write.events.is_empty() {
-                    return Ok((None, decision));
-                }
-                let mut batch = self.batch(id, first_input, write);
-                batch.recorded_at = Some(now);
-                Ok((Some(batch), decision))
+                Ok(self.decide(id, summary, history, &mut inputs, now))
             })
             .await?;
         if tries > 1 {
             self.metrics.conflicts.inc();
         }
+        self.finish_step(id, appended, decision).await
+    }
+
+    /// Decides a step on `history`: the inputs to record, and the workflow code's next
+    /// commands when this process runs workflow code.
+    fn decide(
+        &self,
+        id: &WorkflowId,
+        summary: &WorkflowSummary,
+        history: Vec<HistoryEvent>,
+        inputs: &mut impl FnMut(&WorkflowSummary, &[HistoryEvent]) -> Option<Write>,
+        now: chrono::DateTime<Utc>,
+    ) -> (Option<AppendBatch>, Decision) {
+        let Some(mut write) = inputs(summary, &history) else {
+            return (None, Decision::nothing_to_do());
+        };
+        let first_input = summary.next_seq;
+        let stamp = Timestamp::from_millis(u64::try_from(now.timestamp_millis()).unwrap_or(0));
+        let mut full = history;
+        for (offset, event) in write.events.iter().enumerate() {
+            full.push(HistoryEvent {
+                seq: first_input.advance(offset as u64),
+                recorded_at: stamp,
+                event: event.clone(),
+            });
+        }
+        let runnable = matches!(
+            summary.status,
+            WorkflowStatus::Running | WorkflowStatus::Compensating | WorkflowStatus::Blocked
+        ) && !full.iter().any(|e| e.event.is_terminal());
+        let mut blocked = None;
+        let mut unblocked = None;
+        match (&self.catalog, runnable) {
+            (Some(catalog), true) => {
+                match run_workflow_task(catalog.registry(), id, &full, Box::new(OsEntropy)) {
+                    Ok(outcome) => {
+                        if !outcome.commands.is_empty() || summary.status == WorkflowStatus::Blocked
+                        {
+                            write.status = Some(outcome.status);
+                        }
+                        if summary.status == WorkflowStatus::Blocked {
+                            unblocked = Some(outcome.status);
+                        }
+                        self.add_commands(id, &full, &outcome, &mut write);
+                    }
+                    Err(error) => blocked = Some(error),
+                }
+            }
+            (None, true) if wakes(&write.events) => {
+                let last = first_input.advance(write.events.len().saturating_sub(1) as u64);
+                write.messages.push(self.workflow_task(id, last));
+            }
+            _ => {}
+        }
+        // What the cache keeps: the history up to the inputs (the commands are added
+        // from what the append stored).
+        full.truncate(usize::try_from(first_input.get() - 1).unwrap_or(usize::MAX));
+        let decision = Decision {
+            seen: (blocked.is_none() && unblocked.is_none()).then(|| CachedHistory {
+                summary: summary.clone(),
+                history: full,
+            }),
+            blocked,
+            nothing_to_do: false,
+            unblocked,
+        };
+        if write.events.is_empty() {
+            return (None, decision);
+        }
+        let mut batch = self.batch(id, first_input, write);
+        batch.recorded_at = Some(now);
+        (Some(batch), decision)
+    }
+
+    /// After the append (or the decision to append nothing): publish, keep the history
+    /// for the next step, and record a blocked or unblocked workflow.
+    async fn finish_step(
+        &self,
+        id: &WorkflowId,
+        appended: Option<Appended>,
+        decision: Decision,
+    ) -> Result<StepOutcome, StoreError> {
         match &appended {
             Some(appended) => {
                 tracing::debug!(workflow_id = %id, next_seq = %appended.next_seq, "step committed");
+                // Cached before publishing: the activity a publish starts may finish
+                // before the acknowledgements are in.
+                if let Some(seen) = decision.seen {
+                    self.keep_history(seen, appended);
+                }
                 self.after_commit(appended).await;
             }
             None => {
@@ -140,6 +202,22 @@ impl Journal {
             blocked: decision.blocked,
             nothing_to_do: decision.nothing_to_do,
         })
+    }
+
+    /// Caches the history an append extended, unless the workflow ended.
+    fn keep_history(&self, mut seen: CachedHistory, appended: &Appended) {
+        let status = appended.status.unwrap_or(seen.summary.status);
+        if status.is_terminal() || status == WorkflowStatus::Pending {
+            return;
+        }
+        let Ok(added) = decode(&appended.events) else {
+            return;
+        };
+        seen.history.extend(added);
+        seen.summary.next_seq = appended.next_seq;
+        seen.summary.head_hash = appended.head_hash;
+        seen.summary.status = status;
+        self.history_cache.put(seen);
     }
 
     /// Adds the commands of a workflow task to `write`, with everything they cause.
@@ -168,7 +246,7 @@ impl Journal {
 
     /// Publishes what the append wrote and wakes a workflow it promoted.
     pub async fn after_commit(&self, appended: &Appended) {
-        self.publish_rows(&appended.outbox).await;
+        self.publish_appended(appended).await;
         if let Some(promoted) = &appended.promoted {
             let wake = self.workflow_task(promoted, Seq::FIRST);
             if let Err(error) = self.publish(&wake).await {

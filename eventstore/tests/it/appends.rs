@@ -153,6 +153,7 @@ async fn listing_filters_and_pages_newest_first() {
             concurrency_key: (n > 0).then(|| key.clone()),
             parent_id: None,
             input_digest: None,
+            events_subject: None,
         };
         store
             .create_workflow(
@@ -351,6 +352,7 @@ async fn a_concurrency_key_runs_one_workflow_at_a_time_in_order() {
         concurrency_key: Some(key.to_owned()),
         parent_id: None,
         input_digest: None,
+        events_subject: None,
     };
     let mut ids = Vec::new();
     let mut statuses = Vec::new();

@@ -10,6 +10,7 @@ mod append_only;
 mod appends;
 mod claims;
 mod concurrency;
+mod known_and_published;
 mod large_history;
 mod support;
 mod tamper;

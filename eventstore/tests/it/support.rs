@@ -103,6 +103,7 @@ pub(crate) fn new_workflow(workflow_type: &str) -> NewWorkflow {
         concurrency_key: None,
         parent_id: None,
         input_digest: None,
+        events_subject: None,
     }
 }
 

@@ -1,5 +1,6 @@
 //! Crashes: `kill -9` of the server at many points, then a restart. Every workflow
-//! completes, every activity seq is recorded once, every history verifies.
+//! completes, every activity seq is recorded once, every history verifies, and every
+//! event reaches the events stream.
 
 use std::time::Duration;
 
@@ -79,6 +80,17 @@ async fn kill_9_at_many_points_then_restart_loses_and_duplicates_nothing() {
             "{id}: an activity outcome was recorded twice"
         );
         assert_eq!(count, 12, "{id}");
+        // Every event reached the events stream exactly once, whichever process
+        // appended it and whether or not it died before publishing (what the relay
+        // publishes after a crash may come after newer events: entries carry their seq).
+        let head = history.len();
+        let mut on_stream = server.events_on_stream(id, head).await;
+        on_stream.sort_unstable();
+        assert_eq!(
+            on_stream,
+            (1..=head as u64).collect::<Vec<_>>(),
+            "{id}: the events stream"
+        );
     }
 }
 
@@ -182,4 +194,52 @@ async fn blocked_workflows_are_retried_when_a_server_starts() {
     }
     let summary = server.store.get_workflow(&wid).await.unwrap();
     assert_eq!(summary.blocked_reason, None);
+}
+
+/// A process that dies between its commit and its publish leaves events the events
+/// stream has not seen; the relay of any server publishes them after its grace period.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_a_crash_left_unpublished_reach_the_stream() {
+    use hcpflow_engine::event::{WorkflowCompleted, WorkflowStarted};
+    use hcpflow_engine::{Seq, WorkflowStatus};
+    use hcpflow_eventstore::{AppendBatch, NewEvent, NewWorkflow};
+
+    let Some(env) = stack("events_a_crash_left_unpublished_reach_the_stream") else {
+        return;
+    };
+    let _stack = crate::support::shared().await;
+    let prefix = unique("relayev");
+    let server = Server::start(env, &prefix, &[]).await;
+    // Written as an append would, and never published: what a kill -9 right after the
+    // commit leaves.
+    let id = WorkflowId::new(format!("{prefix}-w")).unwrap();
+    let events: Vec<Event> = vec![
+        WorkflowStarted {
+            workflow_type: "noop_chain".into(),
+            input: json!({"steps": 0}),
+            concurrency_key: None,
+            parent: None,
+        }
+        .into(),
+        WorkflowCompleted { output: json!({}) }.into(),
+    ];
+    let workflow = NewWorkflow {
+        workflow_type: "noop_chain".into(),
+        status: WorkflowStatus::Completed,
+        concurrency_key: None,
+        parent_id: None,
+        input_digest: None,
+        events_subject: Some(format!("{prefix}.events.{id}")),
+    };
+    let batch = AppendBatch::new(
+        id.clone(),
+        Seq::FIRST,
+        events.iter().map(NewEvent::from).collect(),
+    );
+    server
+        .store
+        .create_workflow(&workflow, batch)
+        .await
+        .unwrap();
+    assert_eq!(server.events_on_stream(id.as_str(), 2).await, vec![1, 2]);
 }

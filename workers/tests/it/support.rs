@@ -271,3 +271,42 @@ pub(crate) async fn http_get(addr: &str, path: &str) -> String {
     stream.read_to_string(&mut response).await.unwrap();
     response
 }
+
+impl Server {
+    /// The seqs of `workflow_id`'s events on the events stream, in stream order, once
+    /// the stream has stopped growing for a while (the relay publishes what a crash
+    /// left after its grace period).
+    pub(crate) async fn events_on_stream(&self, workflow_id: &str, expected: usize) -> Vec<u64> {
+        use futures::StreamExt;
+        use hcpflow_workers::subjects::{StreamRole, Subjects};
+
+        let subjects = Subjects::new(&self.prefix).unwrap();
+        let js = async_nats::jetstream::new(self.client.clone());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let stream = js
+                .get_stream(subjects.stream(StreamRole::Events))
+                .await
+                .unwrap();
+            let consumer = stream
+                .create_consumer(async_nats::jetstream::consumer::pull::OrderedConfig {
+                    filter_subject: subjects.events(workflow_id),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            let mut messages = consumer.messages().await.unwrap();
+            let mut seqs = Vec::new();
+            while let Ok(Some(Ok(message))) =
+                tokio::time::timeout(Duration::from_millis(500), messages.next()).await
+            {
+                let entry: Value = serde_json::from_slice(&message.payload).unwrap();
+                seqs.push(entry["seq"].as_u64().unwrap());
+            }
+            if seqs.len() >= expected || Instant::now() > deadline {
+                return seqs;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+}
