@@ -334,6 +334,10 @@ all_running() {
 
 up() {
   mkdir -p "$dev/run" "$dev/logs"
+  # The NATS TLS test makes its certificates with openssl.
+  if ! command -v openssl >/dev/null; then
+    if is_root; then apt_install openssl; else log "warning: no openssl; the NATS TLS test will fail"; fi
+  fi
   if all_running; then
     [[ -f $dev/env ]] || write_env
     log "stack already running (postgres :$pg_port, nats :$nats_port, moto :$moto_port); nothing to do"
