@@ -57,6 +57,20 @@ pub struct AppendBatch {
     /// Outbox rows this process already published, marked in the same transaction so
     /// that marking costs no commit of its own.
     pub mark_published: Vec<i64>,
+    /// Outbox rows the appending process takes itself (it runs the activity at once,
+    /// without a trip through NATS), written claimed under its lease.
+    pub claimed_outbox: Option<OutboxClaim>,
+}
+
+/// Rows of a batch's outbox that the appending process claims as it writes them. Until
+/// the lease runs out (the claimer extends it while it works) no relay publishes them;
+/// after that, one does, as for any row a crash left behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxClaim {
+    pub claimer: String,
+    pub lease: std::time::Duration,
+    /// Positions in the batch's `outbox`.
+    pub rows: Vec<usize>,
 }
 
 impl AppendBatch {
@@ -74,6 +88,7 @@ impl AppendBatch {
             events_published: None,
             recorded_at: None,
             mark_published: Vec::new(),
+            claimed_outbox: None,
         }
     }
 
@@ -115,6 +130,10 @@ pub struct Appended {
     pub status: Option<WorkflowStatus>,
     /// A workflow that was waiting for this one's concurrency key and now runs.
     pub promoted: Option<WorkflowId>,
+    /// The batch's `events_published` range could not move the watermark (it does not
+    /// start right after it: an earlier range is not marked yet). The caller keeps it
+    /// for a later write, by when the earlier one may have arrived.
+    pub events_range_refused: Option<PublishedRange>,
 }
 
 impl EventStore {
@@ -185,7 +204,7 @@ impl EventStore {
                 input_digest: input_digest.flatten(),
             });
         }
-        chained.outbox = write_batch(&mut tx, &batch, &chained, None).await?.0;
+        chained.outbox = write_batch(&mut tx, &batch, &chained, None).await?.rows;
         tx.commit().await?;
         chained.status = Some(status);
         Ok(chained)
@@ -251,17 +270,21 @@ pub(crate) async fn finish_append(
     index: IndexAt,
 ) -> Result<Appended> {
     let chained = chain_events(batch, prev)?;
-    let (outbox, moved) = write_batch(conn, batch, &chained, Some(index)).await?;
+    let written = write_batch(conn, batch, &chained, Some(index)).await?;
     let mut promoted = None;
-    if let (Some(Some(key)), Some(status)) = (moved, batch.status) {
+    if let (Some(key), Some(status)) = (&written.concurrency_key, batch.status) {
         if status.is_terminal() {
-            promoted = promote_next(conn, &key).await?;
+            promoted = promote_next(conn, key).await?;
         }
     }
+    let events_range_refused = batch
+        .events_published
+        .filter(|range| written.events_mark.unwrap_or(0) < to_i64(range.last));
     Ok(Appended {
-        outbox,
+        outbox: written.rows,
         status: batch.status,
         promoted,
+        events_range_refused,
         ..chained
     })
 }
@@ -315,6 +338,7 @@ fn chain_events(batch: &AppendBatch, mut prev: ChainHash) -> Result<Appended> {
         outbox: Vec::new(),
         status: None,
         promoted: None,
+        events_range_refused: None,
     })
 }
 
@@ -351,26 +375,36 @@ async fn promote_next(conn: &mut PgConnection, key: &str) -> Result<Option<Workf
         .transpose()
 }
 
-/// Writes the events, outbox rows, published marks and timers — and, when `move_index_from` is given, moves the index from that next
-/// seq — in one statement: one round trip on the hot path. Returns the outbox rows and,
-/// for an index move, the workflow's concurrency key (`None` inside: it has none).
-/// Outbox ids, rows moved in the index, its concurrency key, the two notify columns, and
-/// the guard that the index moved.
+/// Outbox ids, rows moved in the index, its concurrency key and events watermark, the
+/// two notify columns, and the guard that the index moved.
 type WrittenRow = (
     Vec<i64>,
     i64,
     Option<String>,
+    Option<i64>,
     Option<String>,
     Option<String>,
     i32,
 );
 
+/// What [`write_batch`] wrote.
+pub(crate) struct Written {
+    pub rows: Vec<OutboxRow>,
+    /// The workflow's concurrency key, when the index was moved and it has one.
+    pub concurrency_key: Option<String>,
+    /// The events-stream watermark after the write, when the index was moved.
+    pub events_mark: Option<i64>,
+}
+
+/// Writes the events, outbox rows, published marks and timers — and, when
+/// `move_index_from` is given, moves the index from that next seq — in one statement:
+/// one round trip on the hot path.
 pub(crate) async fn write_batch(
     conn: &mut PgConnection,
     batch: &AppendBatch,
     chained: &Appended,
     move_index_from: Option<IndexAt>,
-) -> Result<(Vec<OutboxRow>, Option<Option<String>>)> {
+) -> Result<Written> {
     let events = &chained.events;
     let seqs: Vec<i64> = events.iter().map(|e| to_i64(e.seq)).collect();
     let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
@@ -389,18 +423,27 @@ pub(crate) async fn write_batch(
     let subjects: Vec<&str> = messages.iter().map(|m| m.subject.as_str()).collect();
     let msg_ids: Vec<&str> = messages.iter().map(|m| m.msg_id.as_str()).collect();
     let payloads: Vec<&[u8]> = messages.iter().map(|m| m.payload.as_slice()).collect();
+    // WITH ORDINALITY counts from 1.
+    let claimed_positions: Vec<i64> = batch
+        .claimed_outbox
+        .iter()
+        .flat_map(|claim| claim.rows.iter())
+        .map(|row| i64::try_from(*row).unwrap_or(i64::MAX - 1) + 1)
+        .collect();
     let timer_seqs: Vec<i64> = batch.timers.iter().map(|t| to_i64(t.seq)).collect();
     let timer_kinds: Vec<&str> = batch.timers.iter().map(|t| t.kind.as_str()).collect();
     let timer_due: Vec<_> = batch.timers.iter().map(|t| t.due_at).collect();
 
-    let written: std::result::Result<(Vec<i64>, i64, Option<String>), sqlx::Error> = sqlx::query_as(
+    let written: std::result::Result<WrittenRow, sqlx::Error> = sqlx::query_as(
         "WITH ev AS (
               INSERT INTO events (workflow_id, seq, event_type, recorded_at, body, prev_hash, hash)
               SELECT $1, * FROM UNNEST($2::bigint[], $3::text[], $4::timestamptz[],
                                        $5::bytea[], $6::bytea[], $7::bytea[])),
           ob AS (
-              INSERT INTO outbox (workflow_id, subject, msg_id, payload)
-              SELECT $1, subject, msg_id, payload
+              INSERT INTO outbox (workflow_id, subject, msg_id, payload, claimed_by, claim_expires_at)
+              SELECT $1, subject, msg_id, payload,
+                     CASE WHEN n = ANY($24::bigint[]) THEN $25::text END,
+                     CASE WHEN n = ANY($24::bigint[]) THEN now() + make_interval(secs => $26::float8) END
                 FROM UNNEST($8::text[], $9::text[], $10::bytea[]) WITH ORDINALITY AS m(subject, msg_id, payload, n)
                ORDER BY n
               RETURNING id),
@@ -420,10 +463,11 @@ pub(crate) async fn write_batch(
                          ELSE events_published_seq END
                WHERE $15::bigint IS NOT NULL AND workflow_id = $1 AND next_seq = $15
                  AND ($23::text IS NULL OR status = $23)
-              RETURNING concurrency_key)
+              RETURNING concurrency_key, events_published_seq)
          SELECT COALESCE((SELECT array_agg(id ORDER BY id) FROM ob), '{}'::bigint[]),
                 (SELECT count(*) FROM up),
                 (SELECT concurrency_key FROM up),
+                (SELECT events_published_seq FROM up),
                 (SELECT pg_notify('hcpflow_outbox', $1))::text,
                 (SELECT pg_notify('hcpflow_timers', '') WHERE cardinality($12::bigint[]) > 0)::text,
                 -- An index that did not move fails the whole statement (division by
@@ -453,29 +497,29 @@ pub(crate) async fn write_batch(
     .bind(batch.events_published.map(|range| to_i64(range.first)))
     .bind(batch.events_published.map(|range| to_i64(range.last)))
     .bind(move_index_from.and_then(|index| index.status).map(WorkflowStatus::as_str))
+    .bind(claimed_positions)
+    .bind(batch.claimed_outbox.as_ref().map(|claim| claim.claimer.as_str()))
+    .bind(batch.claimed_outbox.as_ref().map(|claim| claim.lease.as_secs_f64()))
     .fetch_one(&mut *conn)
-    .await
-    .map(
-        |(ids, moved, key, _, _, _): WrittenRow| {
-            (ids, moved, key)
-        },
-    );
-    let (ids, moved, key) = match written {
+    .await;
+    let (ids, moved, concurrency_key, events_mark, _, _, _) = match written {
         Err(error) if is_unique_violation(&error) || is_division_by_zero(&error) => {
             return Err(conflict(batch, None))
         }
         other => other?,
     };
     ledger::insert(conn, &batch.workflow_id, &batch.ledger).await?;
-    let index = match move_index_from {
-        Some(_) if moved == 1 => Some(key),
-        Some(_) => return Err(conflict(batch, None)),
-        None => None,
-    };
+    if move_index_from.is_some() && moved != 1 {
+        return Err(conflict(batch, None));
+    }
     let rows = ids
         .into_iter()
         .zip(messages.iter().cloned())
         .map(|(id, message)| OutboxRow { id, message })
         .collect();
-    Ok((rows, index))
+    Ok(Written {
+        rows,
+        concurrency_key,
+        events_mark,
+    })
 }

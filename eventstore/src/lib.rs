@@ -26,14 +26,14 @@ pub mod record;
 mod store;
 pub mod timers;
 
-pub use append::{AppendBatch, Appended, NewWorkflow};
+pub use append::{AppendBatch, Appended, NewWorkflow, OutboxClaim};
 pub use error::{Error, Result};
 pub use history::{HistoryPage, VerifiedHistory};
 pub use index::{WorkflowFilter, WorkflowPage, WorkflowSummary};
 pub use ledger::{LedgerAction, LedgerEntry, LedgerRecord};
 pub use listen::Listener;
 pub use outbox::{ClaimedMessage, OutboxMessage, OutboxRow, OUTBOX_CHANNEL};
-pub use published::{PublishedRange, UnpublishedEvents};
-pub use record::{entry_json, NewEvent, StoredEvent};
+pub use published::{PublishedRange, PublishedRuns, UnpublishedEvents};
+pub use record::{entry_bytes, entry_json, NewEvent, StoredEvent};
 pub use store::EventStore;
 pub use timers::{ClaimedTimer, NewTimer, TimerKind, TIMERS_CHANNEL};

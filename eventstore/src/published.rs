@@ -29,24 +29,37 @@ pub struct PublishedRange {
     pub last: Seq,
 }
 
-impl PublishedRange {
-    /// Joins `other` when the two touch or overlap; otherwise keeps the earlier range
-    /// (the later one is left to the relay: a mark can only move over a gap-free run).
-    #[must_use]
-    pub fn merge(self, other: PublishedRange) -> PublishedRange {
-        let (low, high) = if self.first <= other.first {
-            (self, other)
-        } else {
-            (other, self)
-        };
-        if high.first.get() <= low.last.get().saturating_add(1) {
-            PublishedRange {
-                first: low.first,
-                last: low.last.max(high.last),
+/// One workflow's published runs not marked yet: disjoint, in order, touching runs
+/// joined. Runs arrive out of order (acknowledgements of consecutive steps overlap), so
+/// a run may wait here for the one before it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PublishedRuns {
+    runs: Vec<PublishedRange>,
+}
+
+impl PublishedRuns {
+    pub fn add(&mut self, range: PublishedRange) {
+        self.runs.push(range);
+        self.runs.sort_by_key(|run| run.first);
+        let mut joined: Vec<PublishedRange> = Vec::with_capacity(self.runs.len());
+        for run in self.runs.drain(..) {
+            match joined.last_mut() {
+                Some(last) if run.first.get() <= last.last.get().saturating_add(1) => {
+                    last.last = last.last.max(run.last);
+                }
+                _ => joined.push(run),
             }
-        } else {
-            low
         }
+        self.runs = joined;
+    }
+
+    /// The earliest run: the only one that can move the mark next.
+    pub fn take_first(&mut self) -> Option<PublishedRange> {
+        (!self.runs.is_empty()).then(|| self.runs.remove(0))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
     }
 }
 
@@ -74,30 +87,45 @@ type UnpublishedRow = (
 impl EventStore {
     /// Moves the watermarks of many workflows (what a process published outside an
     /// append of the same workflow). A range that does not start at or before the mark
-    /// plus one changes nothing.
+    /// plus one changes nothing; the workflows of such ranges that still lie ahead of
+    /// their mark are returned, for the caller to try again once the run before them is
+    /// published (ranges the mark already covers are done).
     pub async fn mark_events_published(
         &self,
         ranges: &[(WorkflowId, PublishedRange)],
-    ) -> Result<u64> {
+    ) -> Result<Vec<WorkflowId>> {
         if ranges.is_empty() {
-            return Ok(0);
+            return Ok(Vec::new());
         }
         let ids: Vec<&str> = ranges.iter().map(|(id, _)| id.as_str()).collect();
         let firsts: Vec<i64> = ranges.iter().map(|(_, r)| to_i64(r.first)).collect();
         let lasts: Vec<i64> = ranges.iter().map(|(_, r)| to_i64(r.last)).collect();
-        let done = sqlx::query(
-            "UPDATE workflows w SET events_published_seq = m.last
-               FROM UNNEST($1::text[], $2::bigint[], $3::bigint[]) AS m(id, first, last)
-              WHERE w.workflow_id = m.id
-                AND w.events_published_seq >= m.first - 1
-                AND w.events_published_seq < m.last",
+        // The outer SELECT sees the rows as they were before the UPDATE.
+        let pending: Vec<String> = sqlx::query_scalar(
+            "WITH m AS (SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[])
+                                 AS m(id, first, last)),
+                  up AS (UPDATE workflows w SET events_published_seq = m.last
+                           FROM m
+                          WHERE w.workflow_id = m.id
+                            AND w.events_published_seq >= m.first - 1
+                            AND w.events_published_seq < m.last
+                         RETURNING w.workflow_id)
+             SELECT m.id FROM m JOIN workflows w ON w.workflow_id = m.id
+              WHERE w.events_published_seq < m.last
+                AND m.id NOT IN (SELECT workflow_id FROM up)",
         )
         .bind(&ids)
         .bind(&firsts)
         .bind(&lasts)
-        .execute(&self.pool)
+        .fetch_all(&self.pool)
         .await?;
-        Ok(done.rows_affected())
+        pending
+            .into_iter()
+            .map(|id| {
+                WorkflowId::new(id)
+                    .map_err(|e| Error::InvalidInput(format!("stored workflow id: {e}")))
+            })
+            .collect()
     }
 
     /// Up to `limit` events above their workflow's mark, of workflows whose last change
@@ -153,16 +181,28 @@ mod tests {
         }
     }
 
-    #[test]
-    fn touching_and_overlapping_ranges_join() {
-        assert_eq!(range(1, 3).merge(range(4, 6)), range(1, 6));
-        assert_eq!(range(4, 6).merge(range(1, 3)), range(1, 6));
-        assert_eq!(range(1, 5).merge(range(3, 4)), range(1, 5));
+    fn runs(ranges: &[(u64, u64)]) -> Vec<PublishedRange> {
+        let mut runs = PublishedRuns::default();
+        for (first, last) in ranges {
+            runs.add(range(*first, *last));
+        }
+        std::iter::from_fn(|| runs.take_first()).collect()
     }
 
     #[test]
-    fn a_gap_keeps_the_earlier_range() {
-        assert_eq!(range(1, 3).merge(range(5, 6)), range(1, 3));
-        assert_eq!(range(5, 6).merge(range(1, 3)), range(1, 3));
+    fn touching_and_overlapping_runs_join_in_any_order() {
+        assert_eq!(runs(&[(1, 3), (4, 6)]), vec![range(1, 6)]);
+        assert_eq!(runs(&[(4, 6), (1, 3)]), vec![range(1, 6)]);
+        assert_eq!(runs(&[(1, 5), (3, 4)]), vec![range(1, 5)]);
+        assert_eq!(runs(&[(7, 9), (1, 3), (4, 6)]), vec![range(1, 9)]);
+    }
+
+    #[test]
+    fn a_gap_keeps_both_runs_earliest_first() {
+        assert_eq!(runs(&[(5, 6), (1, 3)]), vec![range(1, 3), range(5, 6)]);
+        assert_eq!(
+            runs(&[(1, 3), (8, 9), (5, 6)]),
+            vec![range(1, 3), range(5, 6), range(8, 9)]
+        );
     }
 }

@@ -7,6 +7,7 @@
 
 use chrono::{DateTime, SubsecRound, Utc};
 use hcpflow_engine::{canonical, ChainHash, Event, HistoryEvent, Seq, Timestamp, WorkflowId};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
@@ -47,16 +48,35 @@ pub struct StoredEvent {
     pub hash: ChainHash,
 }
 
+/// The part of an envelope most readers need, borrowed from the stored bytes.
+#[derive(serde::Deserialize)]
+struct EnvelopeData<'a> {
+    #[serde(borrow)]
+    data: Option<&'a RawValue>,
+}
+
 impl StoredEvent {
     /// The event's data, parsed from the stored bytes.
     pub fn data(&self) -> Result<Value> {
-        let envelope: Value =
-            serde_json::from_slice(&self.body).map_err(|error| Error::Corrupt {
-                workflow_id: self.workflow_id.to_string(),
-                seq: self.seq.get(),
-                reason: format!("stored bytes are not JSON: {error}"),
-            })?;
-        Ok(envelope.get("data").cloned().unwrap_or(Value::Null))
+        match self.raw_data()? {
+            Some(raw) => serde_json::from_str(raw.get()).map_err(|error| self.corrupt(error)),
+            None => Ok(Value::Null),
+        }
+    }
+
+    /// The event's data as it is written in the stored bytes, without building it.
+    fn raw_data(&self) -> Result<Option<&RawValue>> {
+        let envelope: EnvelopeData<'_> =
+            serde_json::from_slice(&self.body).map_err(|error| self.corrupt(error))?;
+        Ok(envelope.data)
+    }
+
+    fn corrupt(&self, error: serde_json::Error) -> Error {
+        Error::Corrupt {
+            workflow_id: self.workflow_id.to_string(),
+            seq: self.seq.get(),
+            reason: format!("stored bytes are not JSON: {error}"),
+        }
     }
 }
 
@@ -84,21 +104,36 @@ impl StoredEvent {
 /// A history entry: `{"seq", "type", "recorded_at", "data", "hash", "prev_hash"}`, plus
 /// `workflow_id` when asked — the shape of the history API and the events stream.
 pub fn entry_json(event: &StoredEvent, with_workflow_id: bool) -> Value {
-    let mut entry = json!({
-        "seq": event.seq.get(),
-        "type": event.event_type,
-        "recorded_at": format_timestamp(event.recorded_at),
-        "data": event.data().unwrap_or(Value::Null),
-        "hash": event.hash.to_hex(),
-        "prev_hash": event.prev_hash.to_hex(),
-    });
-    if let (true, Value::Object(map)) = (with_workflow_id, &mut entry) {
-        map.insert(
-            "workflow_id".into(),
-            Value::from(event.workflow_id.as_str()),
-        );
+    serde_json::from_slice(&entry_bytes(event, with_workflow_id)).unwrap_or(Value::Null)
+}
+
+/// [`entry_json`] as JSON text, written straight from the stored bytes (the events
+/// stream's hot path: the event's data is copied, never parsed into a tree).
+pub fn entry_bytes(event: &StoredEvent, with_workflow_id: bool) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Entry<'a> {
+        seq: u64,
+        #[serde(rename = "type")]
+        event_type: &'a str,
+        recorded_at: String,
+        data: &'a RawValue,
+        hash: String,
+        prev_hash: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        workflow_id: Option<&'a str>,
     }
-    entry
+    let null = RawValue::NULL;
+    let data = event.raw_data().ok().flatten().unwrap_or(null);
+    let entry = Entry {
+        seq: event.seq.get(),
+        event_type: &event.event_type,
+        recorded_at: format_timestamp(event.recorded_at),
+        data,
+        hash: event.hash.to_hex(),
+        prev_hash: event.prev_hash.to_hex(),
+        workflow_id: with_workflow_id.then(|| event.workflow_id.as_str()),
+    };
+    serde_json::to_vec(&entry).unwrap_or_default()
 }
 
 /// Postgres keeps microseconds; truncating first makes the column and the hashed text agree.

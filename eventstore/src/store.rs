@@ -3,8 +3,12 @@
 use std::time::Duration;
 
 use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::Connection;
 
 use crate::error::Result;
+
+/// How long a pooled connection may sit unused before it is pinged on its next use.
+const IDLE_BEFORE_PING: Duration = Duration::from_secs(1);
 
 /// Entry point for every event store operation. Cheap to clone (it shares one pool).
 #[derive(Debug, Clone)]
@@ -21,6 +25,18 @@ impl EventStore {
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(10))
+            // A ping before every use would be a round trip per step: only a connection
+            // that sat idle (long enough for Postgres to have restarted meanwhile) is
+            // checked, and replaced when the check fails.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for < IDLE_BEFORE_PING {
+                        return Ok(true);
+                    }
+                    Ok(conn.ping().await.is_ok())
+                })
+            })
             .connect(url)
             .await?;
         Ok(Self { pool })

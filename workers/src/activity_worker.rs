@@ -13,9 +13,10 @@ use hcpflow_engine::event::{ActivityCompleted, ActivityFailed, ResourceCreated, 
 use hcpflow_engine::history::accepts_activity_outcome;
 use hcpflow_engine::{ActivityFailure, IdempotencyKey, RetryDecision, Seq, Timestamp, WorkflowId};
 use hcpflow_eventstore::{Error as StoreError, LedgerAction, LedgerEntry, NewTimer, TimerKind};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch, Semaphore};
 
 use crate::activities::{ActivityInput, ActivityRegistry, Ledger};
+use crate::eager::{LocalTask, LOCAL_LEASE};
 use crate::journal::{to_datetime, Journal, Write};
 use crate::nats::ACK_WAIT;
 use crate::nats::{serve_tasks, Deliveries};
@@ -26,19 +27,42 @@ pub struct ActivityWorker {
     pub journal: Arc<Journal>,
     pub activities: Arc<ActivityRegistry>,
     pub concurrency: usize,
+    /// The worker's slots, shared by tasks from NATS and eager runs (`eager.rs`).
+    pub slots: Arc<Semaphore>,
 }
 
 impl ActivityWorker {
+    /// Runs tasks from NATS and the `local` tasks steps of this process hand over, until
+    /// shutdown; then waits for every run in flight.
     pub async fn run(
         self: Arc<Self>,
         consumer: async_nats::jetstream::consumer::PullConsumer,
+        mut local: mpsc::UnboundedReceiver<LocalTask>,
         shutdown: watch::Receiver<bool>,
     ) -> anyhow::Result<()> {
         let deliveries = Deliveries::new(consumer, "activity tasks");
-        let concurrency = self.concurrency;
-        serve_tasks(
+        let eager = {
+            let worker = self.clone();
+            let mut shutdown = shutdown.clone();
+            tokio::spawn(async move {
+                loop {
+                    let task = tokio::select! {
+                        _ = shutdown.changed() => break,
+                        task = local.recv() => task,
+                    };
+                    let Some(task) = task else { break };
+                    let worker = worker.clone();
+                    tokio::spawn(async move { worker.handle_local(task).await });
+                }
+                // Tasks still queued keep their claims; the relay publishes them once
+                // the leases run out.
+                local.close();
+            })
+        };
+        let slots = (self.slots.clone(), self.concurrency);
+        let served = serve_tasks(
             deliveries,
-            concurrency,
+            slots,
             shutdown,
             self.journal.metrics.clone(),
             move |message, task| {
@@ -46,7 +70,69 @@ impl ActivityWorker {
                 async move { worker.handle(message, task).await }
             },
         )
-        .await
+        .await;
+        eager.abort();
+        served
+    }
+
+    /// Runs a task a step of this process claimed for itself: its lease on the outbox
+    /// row is extended while the attempt runs; once the outcome is recorded, the row is
+    /// marked published (with the next append). If recording fails, the claim is given
+    /// up and the relay publishes the task for another try.
+    async fn handle_local(&self, local: LocalTask) {
+        let LocalTask {
+            outbox_id,
+            task,
+            permit,
+        } = local;
+        let Some(claimer) = self.journal.eager_claimer() else {
+            return;
+        };
+        let beat = {
+            let journal = self.journal.clone();
+            let claimer = claimer.clone();
+            let id = WorkflowId::new(task.workflow_id.clone()).ok();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(LOCAL_LEASE / 3).await;
+                    match journal
+                        .store
+                        .extend_outbox_claim(outbox_id, &claimer, LOCAL_LEASE)
+                        .await
+                    {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            tracing::warn!(outbox_id, "lost the claim on a local activity task; it may run again elsewhere");
+                            return;
+                        }
+                        Err(error) => {
+                            tracing::warn!(outbox_id, %error, "extending a local task's claim failed")
+                        }
+                    }
+                    if let Some(id) = &id {
+                        let _ = journal.store.touch(id).await;
+                    }
+                }
+            })
+        };
+        self.journal.metrics.eager_tasks.inc();
+        let outcome = self.attempt(&task).await;
+        beat.abort();
+        match outcome {
+            Ok(()) => self.journal.mark_outbox_done(outbox_id),
+            Err(error) => {
+                tracing::warn!(workflow_id = %task.workflow_id, seq = task.scheduled_seq, %error, "recording a local activity failed; the relay will publish its task");
+                if let Err(error) = self
+                    .journal
+                    .store
+                    .release_outbox_claim(outbox_id, &claimer)
+                    .await
+                {
+                    tracing::warn!(outbox_id, %error, "releasing a local task's claim failed; it is published when the lease runs out");
+                }
+            }
+        }
+        drop(permit);
     }
 
     async fn handle(&self, message: async_nats::jetstream::Message, task: ActivityTaskMessage) {

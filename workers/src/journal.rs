@@ -15,12 +15,13 @@ use async_nats::jetstream::message::PublishMessage;
 use hcpflow_engine::event::{ActivityScheduled, Event};
 use hcpflow_engine::{HistoryEvent, Seq, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::{
-    AppendBatch, Appended, EventStore, LedgerEntry, NewEvent, NewTimer, NewWorkflow, OutboxMessage,
-    PublishedRange, StoredEvent, TimerKind,
+    AppendBatch, Appended, EventStore, LedgerEntry, NewEvent, NewTimer, NewWorkflow, OutboxClaim,
+    OutboxMessage, OutboxRow, PublishedRange, PublishedRuns, StoredEvent, TimerKind,
 };
 use serde_json::Value;
 
 use crate::catalog::Catalog;
+use crate::eager::{EagerDispatch, LocalTask, Reserved, LOCAL_LEASE};
 use crate::history_cache::HistoryCache;
 use crate::metrics::Metrics;
 use crate::subjects::Subjects;
@@ -39,6 +40,8 @@ pub struct Write {
     pub messages: Vec<OutboxMessage>,
     pub timers: Vec<NewTimer>,
     pub ledger: Vec<LedgerEntry>,
+    /// Activity tasks among `messages` that this process runs itself after the commit.
+    pub eager: Vec<Reserved>,
 }
 
 #[derive(Debug)]
@@ -53,13 +56,27 @@ pub struct Journal {
     published: Mutex<Published>,
     /// Histories of this process's last appends, for the next step (see `step.rs`).
     pub history_cache: HistoryCache,
+    /// Where this process serves task queues: activities it schedules run here at once.
+    eager: std::sync::OnceLock<EagerDispatch>,
 }
 
 /// What this process published and has not marked yet.
 #[derive(Debug, Default)]
 struct Published {
     outbox_ids: Vec<i64>,
-    events: BTreeMap<WorkflowId, PublishedRange>,
+    events: BTreeMap<WorkflowId, PublishedRuns>,
+}
+
+impl Published {
+    /// The earliest unmarked run of `id`'s events (the only one that can move its mark).
+    fn take_first_run(&mut self, id: &WorkflowId) -> Option<PublishedRange> {
+        let runs = self.events.get_mut(id)?;
+        let first = runs.take_first();
+        if runs.is_empty() {
+            self.events.remove(id);
+        }
+        first
+    }
 }
 
 impl Journal {
@@ -78,7 +95,26 @@ impl Journal {
             catalog,
             published: Mutex::new(Published::default()),
             history_cache: HistoryCache::new(HISTORY_CACHE_CAPACITY),
+            eager: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Runs the activities this process schedules on the queues `eager` serves here.
+    pub fn enable_eager_dispatch(&self, eager: EagerDispatch) {
+        if self.eager.set(eager).is_err() {
+            tracing::warn!("eager dispatch was already enabled");
+        }
+    }
+
+    /// Who claims this process's eager tasks, when eager dispatch is enabled.
+    pub fn eager_claimer(&self) -> Option<String> {
+        self.eager.get().map(|dispatch| dispatch.claimer.clone())
+    }
+
+    /// An outbox row this process dealt with itself (an eager task whose outcome is
+    /// recorded): marked published with the next append, or by the periodic flush.
+    pub fn mark_outbox_done(&self, id: i64) {
+        self.return_published(vec![id], None);
     }
 
     /// The whole history, decoded for the engine.
@@ -102,7 +138,7 @@ impl Journal {
         write: Write,
         recorded_at: chrono::DateTime<chrono::Utc>,
     ) -> Result<Appended, hcpflow_eventstore::Error> {
-        let mut batch = self.batch(id, Seq::FIRST, write);
+        let (mut batch, eager) = self.batch(id, Seq::FIRST, write);
         batch.recorded_at = Some(recorded_at);
         let marks = batch.mark_published.clone();
         let appended = match self.store.create_workflow(workflow, batch).await {
@@ -112,11 +148,19 @@ impl Journal {
                 return Err(error);
             }
         };
-        self.publish_appended(&appended).await;
+        self.publish_appended(&appended, eager).await;
         Ok(appended)
     }
 
-    pub(crate) fn batch(&self, id: &WorkflowId, expected: Seq, write: Write) -> AppendBatch {
+    /// The batch that appends `write`, and the activity tasks this process runs itself
+    /// once it commits.
+    pub(crate) fn batch(
+        &self,
+        id: &WorkflowId,
+        expected: Seq,
+        mut write: Write,
+    ) -> (AppendBatch, Vec<Reserved>) {
+        let eager = std::mem::take(&mut write.eager);
         let mut batch = AppendBatch::new(
             id.clone(),
             expected,
@@ -130,17 +174,50 @@ impl Journal {
         batch.error = write.error;
         if let Ok(mut published) = self.published.lock() {
             batch.mark_published = std::mem::take(&mut published.outbox_ids);
-            batch.events_published = published.events.remove(id);
+            batch.events_published = published.take_first_run(id);
         }
-        batch
+        if let (Some(dispatch), false) = (self.eager.get(), eager.is_empty()) {
+            batch.claimed_outbox = Some(OutboxClaim {
+                claimer: dispatch.claimer.clone(),
+                lease: LOCAL_LEASE,
+                rows: eager.iter().map(|reserved| reserved.position).collect(),
+            });
+        }
+        (batch, eager)
     }
 
-    /// Publishes what an append committed — its outbox rows first (the work they start
-    /// waits on them), then its events to the events stream — and remembers what NATS
-    /// acknowledged. A failure is only logged: the relay publishes whatever is left.
-    pub async fn publish_appended(&self, appended: &Appended) {
-        let messages: Vec<OutboxMessage> = appended
+    /// Hands the activity tasks this process claimed to its activity workers, then
+    /// publishes what an append committed — its other outbox rows first (the work they
+    /// start waits on them), then its events to the events stream — and remembers what
+    /// NATS acknowledged. A failure is only logged: the relay publishes whatever is left.
+    pub async fn publish_appended(&self, appended: &Appended, eager: Vec<Reserved>) {
+        let mut local = vec![false; appended.outbox.len()];
+        for reserved in eager {
+            let Some(row) = appended.outbox.get(reserved.position) else {
+                continue;
+            };
+            let task = LocalTask {
+                outbox_id: row.id,
+                task: reserved.task,
+                permit: reserved.permit,
+            };
+            // A worker that is gone leaves the task to NATS, published below.
+            let handed = self
+                .eager
+                .get()
+                .is_some_and(|dispatch| dispatch.hand_over(task));
+            if let Some(flag) = local.get_mut(reserved.position) {
+                *flag = handed;
+            }
+        }
+        let rows: Vec<&OutboxRow> = appended
             .outbox
+            .iter()
+            .zip(&local)
+            .filter(|(_, local)| !**local)
+            .map(|(row, _)| row)
+            .collect();
+        let messages: Vec<OutboxMessage> = rows
             .iter()
             .map(|row| row.message.clone())
             .chain(appended.events.iter().map(|event| {
@@ -148,11 +225,10 @@ impl Journal {
             }))
             .collect();
         let acked = self.publish_all(&messages).await;
-        let (rows, events) = acked.split_at(appended.outbox.len());
-        let outbox_ids: Vec<i64> = appended
-            .outbox
+        let (rows_acked, events) = acked.split_at(rows.len());
+        let outbox_ids: Vec<i64> = rows
             .iter()
-            .zip(rows)
+            .zip(rows_acked)
             .filter(|(_, acked)| **acked)
             .map(|(row, _)| row.id)
             .collect();
@@ -169,6 +245,11 @@ impl Journal {
             _ => None,
         };
         self.return_published(outbox_ids, range);
+        if let (Some(refused), Some(first)) =
+            (appended.events_range_refused, appended.events.first())
+        {
+            self.return_published(Vec::new(), Some((first.workflow_id.clone(), refused)));
+        }
     }
 
     /// Publishes messages with their `Nats-Msg-Id`, all sent before any acknowledgement
@@ -209,9 +290,7 @@ impl Journal {
         OutboxMessage {
             subject: subject.to_owned(),
             msg_id: format!("ev-{}-{}", event.workflow_id, event.seq),
-            payload: hcpflow_eventstore::entry_json(event, true)
-                .to_string()
-                .into_bytes(),
+            payload: hcpflow_eventstore::entry_bytes(event, true),
         }
     }
 
@@ -241,11 +320,7 @@ impl Journal {
         };
         published.outbox_ids.extend(ids);
         if let Some((id, range)) = events {
-            let merged = match published.events.get(&id) {
-                Some(earlier) => earlier.merge(range),
-                None => range,
-            };
-            published.events.insert(id, merged);
+            published.events.entry(id).or_default().add(range);
         }
     }
 
@@ -267,10 +342,15 @@ impl Journal {
     /// Marks whatever was published but not yet marked (when no append came along).
     pub async fn flush_published(&self) {
         let (ids, events) = match self.published.lock() {
-            Ok(mut published) => (
-                std::mem::take(&mut published.outbox_ids),
-                std::mem::take(&mut published.events),
-            ),
+            Ok(mut published) => {
+                let ids = std::mem::take(&mut published.outbox_ids);
+                let workflows: Vec<WorkflowId> = published.events.keys().cloned().collect();
+                let events: Vec<(WorkflowId, PublishedRange)> = workflows
+                    .into_iter()
+                    .filter_map(|id| published.take_first_run(&id).map(|run| (id, run)))
+                    .collect();
+                (ids, events)
+            }
             Err(_) => return,
         };
         if !ids.is_empty() {
@@ -280,12 +360,18 @@ impl Journal {
             }
         }
         if !events.is_empty() {
-            let ranges: Vec<(WorkflowId, PublishedRange)> = events.into_iter().collect();
-            if let Err(error) = self.store.mark_events_published(&ranges).await {
-                tracing::warn!(%error, "marking published events failed; will retry");
-                for range in ranges {
-                    self.return_published(Vec::new(), Some(range));
+            let ranges = events;
+            let keep = match self.store.mark_events_published(&ranges).await {
+                // Ranges ahead of a run still being published here: kept for next time.
+                Ok(pending) => pending.into_iter().collect(),
+                Err(error) => {
+                    tracing::warn!(%error, "marking published events failed; will retry");
+                    ranges.iter().map(|(id, _)| id.clone()).collect()
                 }
+            };
+            let keep: std::collections::BTreeSet<WorkflowId> = keep;
+            for range in ranges.into_iter().filter(|(id, _)| keep.contains(id)) {
+                self.return_published(Vec::new(), Some(range));
             }
         }
     }
@@ -337,41 +423,42 @@ impl Journal {
         attempt: u32,
         scheduled: &ActivityScheduled,
     ) -> OutboxMessage {
-        self.activity_task_of(
-            id,
-            seq,
-            attempt,
-            &scheduled.activity_type,
-            &scheduled.input,
-            &scheduled.options,
-        )
+        self.activity_message(&self.activity_task_body(id, seq, attempt, scheduled))
     }
 
-    pub fn activity_task_of(
+    fn activity_task_body(
         &self,
         id: &WorkflowId,
         seq: Seq,
         attempt: u32,
-        activity_type: &str,
-        input: &Value,
-        options: &hcpflow_engine::ActivityOptions,
-    ) -> OutboxMessage {
-        let task = ActivityTaskMessage {
+        scheduled: &ActivityScheduled,
+    ) -> ActivityTaskMessage {
+        ActivityTaskMessage {
             workflow_id: id.to_string(),
             scheduled_seq: seq.get(),
             attempt,
-            activity_type: activity_type.to_owned(),
-            input: input.clone(),
-            options: options.clone(),
-        };
+            activity_type: scheduled.activity_type.clone(),
+            input: scheduled.input.clone(),
+            options: scheduled.options.clone(),
+        }
+    }
+
+    /// An activity task as its queue's subject carries it.
+    pub fn activity_message(&self, task: &ActivityTaskMessage) -> OutboxMessage {
         OutboxMessage {
-            subject: self.subjects.activity_tasks(&options.task_queue),
-            msg_id: format!("at-{id}-{seq}-{attempt}"),
-            payload: serde_json::to_vec(&task).unwrap_or_default(),
+            subject: self.subjects.activity_tasks(&task.options.task_queue),
+            msg_id: format!(
+                "at-{}-{}-{}",
+                task.workflow_id, task.scheduled_seq, task.attempt
+            ),
+            payload: serde_json::to_vec(task).unwrap_or_default(),
         }
     }
 
     /// The messages and timers new commands cause (activities to run, timers to arm).
+    ///
+    /// An activity on a task queue this process serves, with a free slot, is also
+    /// reserved to run here right after the commit (eager dispatch).
     pub fn dispatch_commands(
         &self,
         id: &WorkflowId,
@@ -383,9 +470,20 @@ impl Journal {
             let seq = first_seq.advance(offset as u64);
             match command {
                 Event::ActivityScheduled(scheduled) => {
-                    write
-                        .messages
-                        .push(self.activity_task(id, seq, 1, scheduled));
+                    let task = self.activity_task_body(id, seq, 1, scheduled);
+                    let message = self.activity_message(&task);
+                    let slot = self
+                        .eager
+                        .get()
+                        .and_then(|dispatch| dispatch.reserve(&scheduled.options.task_queue));
+                    if let Some(permit) = slot {
+                        write.eager.push(Reserved {
+                            position: write.messages.len(),
+                            task,
+                            permit,
+                        });
+                    }
+                    write.messages.push(message);
                 }
                 Event::TimerStarted(timer) => write.timers.push(NewTimer {
                     seq,

@@ -18,6 +18,7 @@ pub mod builtin;
 pub mod catalog;
 pub mod cli;
 pub mod config;
+pub mod eager;
 pub mod history_cache;
 pub mod intake;
 pub mod journal;

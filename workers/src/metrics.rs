@@ -61,6 +61,7 @@ impl Timing {
 pub struct Metrics {
     pub workflow_tasks: Counter,
     pub activity_tasks: Counter,
+    pub eager_tasks: Counter,
     pub redeliveries: Counter,
     pub conflicts: Counter,
     pub published: Counter,
@@ -82,7 +83,7 @@ pub struct Metrics {
 impl Metrics {
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &Counter); 13] = [
+        let counters: [(&str, &str, &Counter); 14] = [
             (
                 "hcpflow_workflow_tasks_total",
                 "workflow tasks run",
@@ -92,6 +93,11 @@ impl Metrics {
                 "hcpflow_activity_tasks_total",
                 "activity attempts run",
                 &self.activity_tasks,
+            ),
+            (
+                "hcpflow_eager_activity_tasks_total",
+                "activity tasks run where they were scheduled, without a trip through NATS",
+                &self.eager_tasks,
             ),
             (
                 "hcpflow_redeliveries_total",

@@ -211,13 +211,14 @@ impl Deliveries {
     }
 }
 
-/// Runs `handle` for every delivered task message, at most `concurrency` at once, until
-/// shutdown; then waits for the handlers in flight (what they do not ack, NATS hands to
-/// another process). Redeliveries are counted; a message that does not decode as `T` is
+/// Runs `handle` for every delivered task message, each holding one of the `total` `slots`, until
+/// shutdown; then waits until every slot is free again — the handlers in flight, and
+/// whatever else holds a slot (eager activity runs). What they do not ack, NATS hands
+/// to another process. Redeliveries are counted; a message that does not decode as `T` is
 /// logged and acknowledged, so it cannot come back forever.
 pub async fn serve_tasks<T, F, Fut>(
     mut deliveries: Deliveries,
-    concurrency: usize,
+    (slots, total): (std::sync::Arc<tokio::sync::Semaphore>, usize),
     mut shutdown: tokio::sync::watch::Receiver<bool>,
     metrics: std::sync::Arc<crate::metrics::Metrics>,
     handle: F,
@@ -227,7 +228,6 @@ where
     F: Fn(jetstream::Message, T) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(concurrency));
     while let Some(message) = deliveries.next(&mut shutdown).await {
         if message.info().is_ok_and(|info| info.delivered > 1) {
             metrics.redeliveries.inc();
@@ -240,15 +240,15 @@ where
                 continue;
             }
         };
-        let permit = permits.clone().acquire_owned().await?;
+        let permit = slots.clone().acquire_owned().await?;
         let work = handle(message, task);
         tokio::spawn(async move {
             work.await;
             drop(permit);
         });
     }
-    let _ = permits
-        .acquire_many(u32::try_from(concurrency).unwrap_or(u32::MAX))
+    let _ = slots
+        .acquire_many(u32::try_from(total).unwrap_or(u32::MAX))
         .await;
     Ok(())
 }

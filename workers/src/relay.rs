@@ -128,7 +128,10 @@ impl Relay {
                 .or_insert((None, true));
             *unbroken &= acked;
             if *unbroken {
-                *run = Some(run.map_or(single, |run| run.merge(single)));
+                *run = Some(run.map_or(single, |run| PublishedRange {
+                    first: run.first,
+                    last: event.seq,
+                }));
             }
         }
         let ranges: Vec<(WorkflowId, PublishedRange)> = runs

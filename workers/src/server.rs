@@ -11,7 +11,7 @@ use anyhow::Context;
 use async_nats::jetstream;
 use hcpflow_engine::Keyring;
 use hcpflow_eventstore::EventStore;
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::activities::ActivityRegistry;
@@ -19,6 +19,7 @@ use crate::activity_worker::ActivityWorker;
 use crate::api::Api;
 use crate::catalog::Catalog;
 use crate::config::Config;
+use crate::eager::EagerDispatch;
 use crate::intake::Intake;
 use crate::journal::Journal;
 use crate::metrics::Metrics;
@@ -198,6 +199,7 @@ pub async fn run(
             }
             Role::Activity => {
                 let activities = Arc::new(activities.clone());
+                let mut eager = EagerDispatch::new(format!("eager-{name}"));
                 for queue in &config.task_queues {
                     let consumer = durable_consumer(
                         &js,
@@ -206,16 +208,20 @@ pub async fn run(
                         subjects.activity_tasks(queue),
                     )
                     .await?;
+                    let slots = Arc::new(Semaphore::new(config.activity_concurrency));
+                    let local = eager.serve(queue, slots.clone());
                     let worker = Arc::new(ActivityWorker {
                         journal: journal.clone(),
                         activities: activities.clone(),
                         concurrency: config.activity_concurrency,
+                        slots,
                     });
                     spawn(
                         format!("activity-{queue}"),
-                        Box::pin(worker.run(consumer, shutdown.clone())),
+                        Box::pin(worker.run(consumer, local, shutdown.clone())),
                     );
                 }
+                journal.enable_eager_dispatch(eager);
             }
             Role::Relay => {
                 let relay = Relay {

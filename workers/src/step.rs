@@ -15,6 +15,7 @@ use hcpflow_eventstore::{
     AppendBatch, Appended, Error as StoreError, StoredEvent, WorkflowSummary,
 };
 
+use crate::eager::Reserved;
 use crate::history_cache::CachedHistory;
 use crate::journal::{Journal, Write};
 
@@ -36,6 +37,8 @@ struct Decision {
     /// The history the decision was made on, with the recorded inputs, and its index:
     /// kept for the next step when the append succeeds.
     seen: Option<CachedHistory>,
+    /// Activity tasks this process runs itself once the append commits.
+    eager: Vec<Reserved>,
 }
 
 impl Decision {
@@ -45,6 +48,7 @@ impl Decision {
             nothing_to_do: true,
             unblocked: None,
             seen: None,
+            eager: Vec::new(),
         }
     }
 }
@@ -124,6 +128,7 @@ impl Journal {
             summary.status,
             WorkflowStatus::Running | WorkflowStatus::Compensating | WorkflowStatus::Blocked
         ) && !full.iter().any(|e| e.event.is_terminal());
+        let inputs_recorded = write.events.len();
         let mut blocked = None;
         let mut unblocked = None;
         match (&self.catalog, runnable) {
@@ -148,9 +153,15 @@ impl Journal {
             }
             _ => {}
         }
-        // What the cache keeps: the history up to the inputs (the commands are added
-        // from what the append stored).
-        full.truncate(usize::try_from(first_input.get() - 1).unwrap_or(usize::MAX));
+        // What the cache keeps: the history with everything this step appends, as a
+        // fresh read would decode it (the store records `now`, which is `stamp`).
+        for (offset, command) in write.events.iter().enumerate().skip(inputs_recorded) {
+            full.push(HistoryEvent {
+                seq: first_input.advance(offset as u64),
+                recorded_at: stamp,
+                event: command.clone(),
+            });
+        }
         let decision = Decision {
             seen: (blocked.is_none() && unblocked.is_none()).then(|| CachedHistory {
                 summary: summary.clone(),
@@ -159,13 +170,14 @@ impl Journal {
             blocked,
             nothing_to_do: false,
             unblocked,
+            eager: Vec::new(),
         };
         if write.events.is_empty() {
             return (None, decision);
         }
-        let mut batch = self.batch(id, first_input, write);
+        let (mut batch, eager) = self.batch(id, first_input, write);
         batch.recorded_at = Some(now);
-        (Some(batch), decision)
+        (Some(batch), Decision { eager, ..decision })
     }
 
     /// After the append (or the decision to append nothing): publish, keep the history
@@ -174,7 +186,7 @@ impl Journal {
         &self,
         id: &WorkflowId,
         appended: Option<Appended>,
-        decision: Decision,
+        mut decision: Decision,
     ) -> Result<StepOutcome, StoreError> {
         match &appended {
             Some(appended) => {
@@ -184,7 +196,8 @@ impl Journal {
                 if let Some(seen) = decision.seen {
                     self.keep_history(seen, appended);
                 }
-                self.after_commit(appended).await;
+                self.after_commit(appended, std::mem::take(&mut decision.eager))
+                    .await;
             }
             None => {
                 if let Some(status) = decision.unblocked {
@@ -210,10 +223,10 @@ impl Journal {
         if status.is_terminal() || status == WorkflowStatus::Pending {
             return;
         }
-        let Ok(added) = decode(&appended.events) else {
-            return;
-        };
-        seen.history.extend(added);
+        debug_assert_eq!(
+            seen.history.last().map(|e| e.seq.next()),
+            Some(appended.next_seq)
+        );
         seen.summary.next_seq = appended.next_seq;
         seen.summary.head_hash = appended.head_hash;
         seen.summary.status = status;
@@ -244,9 +257,10 @@ impl Journal {
         }
     }
 
-    /// Publishes what the append wrote and wakes a workflow it promoted.
-    pub async fn after_commit(&self, appended: &Appended) {
-        self.publish_appended(appended).await;
+    /// Publishes what the append wrote (runs here what it claimed) and wakes a
+    /// workflow it promoted.
+    pub async fn after_commit(&self, appended: &Appended, eager: Vec<Reserved>) {
+        self.publish_appended(appended, eager).await;
         if let Some(promoted) = &appended.promoted {
             let wake = self.workflow_task(promoted, Seq::FIRST);
             if let Err(error) = self.publish(&wake).await {

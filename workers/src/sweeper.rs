@@ -15,6 +15,7 @@ use tokio::sync::watch;
 
 use crate::intake::child_start_message;
 use crate::journal::Journal;
+use crate::wire::ActivityTaskMessage;
 
 #[derive(Debug)]
 pub struct Sweeper {
@@ -134,14 +135,14 @@ impl Sweeper {
             );
         }
         for activity in work.activities.iter().filter(|a| a.not_before.is_none()) {
-            messages.push(self.journal.activity_task_of(
-                id,
-                activity.scheduled_seq,
-                activity.attempt,
-                &activity.activity_type,
-                &activity.input,
-                &activity.options,
-            ));
+            messages.push(self.journal.activity_message(&ActivityTaskMessage {
+                workflow_id: id.to_string(),
+                scheduled_seq: activity.scheduled_seq.get(),
+                attempt: activity.attempt,
+                activity_type: activity.activity_type.clone(),
+                input: activity.input.clone(),
+                options: activity.options.clone(),
+            }));
         }
         for child in &work.children {
             if matches!(

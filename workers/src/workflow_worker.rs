@@ -42,10 +42,10 @@ impl WorkflowWorker {
         shutdown: watch::Receiver<bool>,
     ) -> anyhow::Result<()> {
         let deliveries = Deliveries::new(consumer, "workflow tasks");
-        let concurrency = self.concurrency;
+        let slots = Arc::new(tokio::sync::Semaphore::new(self.concurrency));
         serve_tasks(
             deliveries,
-            concurrency,
+            (slots, self.concurrency),
             shutdown,
             self.journal.metrics.clone(),
             move |message, task| {

@@ -72,11 +72,13 @@ async fn the_watermark_moves_only_over_gap_free_runs() {
     let id = workflow_with_events(&store, "mark", 6).await;
     assert_eq!(mark(&store, &id).await, 0);
 
-    // A run that does not start right after the mark is left to the relay.
-    store
+    // A run that does not start right after the mark changes nothing, and is handed
+    // back as still pending.
+    let pending = store
         .mark_events_published(&[(id.clone(), range(3, 4))])
         .await
         .unwrap();
+    assert_eq!(pending, vec![id.clone()]);
     assert_eq!(mark(&store, &id).await, 0);
     store
         .mark_events_published(&[(id.clone(), range(1, 2))])
@@ -88,19 +90,28 @@ async fn the_watermark_moves_only_over_gap_free_runs() {
         .await
         .unwrap();
     assert_eq!(mark(&store, &id).await, 5);
-    // An older run never moves it back.
-    store
+    // An older run never moves it back, and is done with (not pending).
+    let pending = store
         .mark_events_published(&[(id.clone(), range(1, 3))])
         .await
         .unwrap();
+    assert!(pending.is_empty());
     assert_eq!(mark(&store, &id).await, 5);
 
-    // An append carrying what its process published moves the mark in the same write.
+    // An append carrying what its process published moves the mark in the same write;
+    // a range it cannot apply yet is handed back, to be kept for a later write.
     let summary = store.get_workflow(&id).await.unwrap();
     let mut batch = AppendBatch::new(id.clone(), summary.next_seq, vec![event(7)]);
-    batch.events_published = Some(range(6, 6));
-    store.append_known(&summary, &batch).await.unwrap();
-    assert_eq!(mark(&store, &id).await, 6);
+    batch.events_published = Some(range(7, 7));
+    let appended = store.append_known(&summary, &batch).await.unwrap();
+    assert_eq!(appended.events_range_refused, Some(range(7, 7)));
+    assert_eq!(mark(&store, &id).await, 5);
+    let summary = store.get_workflow(&id).await.unwrap();
+    let mut batch = AppendBatch::new(id.clone(), summary.next_seq, vec![event(8)]);
+    batch.events_published = Some(range(6, 7));
+    let appended = store.append_known(&summary, &batch).await.unwrap();
+    assert_eq!(appended.events_range_refused, None);
+    assert_eq!(mark(&store, &id).await, 7);
 }
 
 #[tokio::test]
