@@ -14,6 +14,10 @@ const WORKFLOWS: u64 = 20;
 const PER_WORKFLOW: u64 = 10;
 const LEASE: Duration = Duration::from_secs(120);
 
+/// A claim takes due rows of every test sharing the database: the outbox claim tests
+/// take turns, so that one does not hold rows another counts on.
+static OUTBOX_CLAIMS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn seed_outbox(store: &EventStore, tag: &str) -> BTreeSet<String> {
     let mut msg_ids = BTreeSet::new();
     for _ in 0..WORKFLOWS {
@@ -40,6 +44,7 @@ async fn every_outbox_row_is_claimed_exactly_once() {
     let Some((_, store)) = store("every_outbox_row_is_claimed_exactly_once").await else {
         return;
     };
+    let _turn = OUTBOX_CLAIMS.lock().await;
     let tag = unique_id("claim").to_string();
     let ours = seed_outbox(&store, &tag).await;
 
@@ -79,6 +84,7 @@ async fn an_expired_outbox_lease_is_claimed_again() {
     let Some((_, store)) = store("an_expired_outbox_lease_is_claimed_again").await else {
         return;
     };
+    let _turn = OUTBOX_CLAIMS.lock().await;
     let id = unique_id("lease");
     let message = OutboxMessage {
         subject: "hcpflow.test.lease".into(),
@@ -219,4 +225,64 @@ async fn every_due_timer_is_claimed_exactly_once() {
         !seen_workflows.contains(&future),
         "a timer due in an hour was claimed"
     );
+}
+
+/// A row the appending process claims for itself (eager dispatch) is not offered to
+/// relays while its lease holds or is extended, and is offered once it runs out.
+#[tokio::test]
+async fn a_row_claimed_at_append_is_offered_once_its_lease_runs_out() {
+    let Some((_, store)) =
+        store("a_row_claimed_at_append_is_offered_once_its_lease_runs_out").await
+    else {
+        return;
+    };
+    let _turn = OUTBOX_CLAIMS.lock().await;
+    let id = unique_id("eager");
+    let message = OutboxMessage {
+        subject: "hcpflow.test.eager".into(),
+        msg_id: format!("eager-{id}"),
+        payload: b"{}".to_vec(),
+    };
+    let mut batch =
+        AppendBatch::new(id.clone(), Seq::FIRST, vec![event(1)]).with_outbox(vec![message]);
+    batch.claimed_outbox = Some(hcpflow_eventstore::OutboxClaim {
+        claimer: "eager-test".into(),
+        lease: Duration::from_millis(800),
+        rows: vec![0],
+    });
+    let appended = store
+        .create_workflow(&new_workflow("test"), batch)
+        .await
+        .unwrap();
+    let row = appended.outbox[0].id;
+    let offered = |batch: Vec<hcpflow_eventstore::ClaimedMessage>| {
+        batch.into_iter().any(|m| m.workflow_id == id.as_str())
+    };
+    assert!(!offered(
+        store.claim_outbox("relay", 1000, LEASE).await.unwrap()
+    ));
+    // Only the holder extends its lease.
+    assert!(!store
+        .extend_outbox_claim(row, "someone-else", Duration::from_secs(1))
+        .await
+        .unwrap());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(store
+        .extend_outbox_claim(row, "eager-test", Duration::from_millis(800))
+        .await
+        .unwrap());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !offered(store.claim_outbox("relay", 1000, LEASE).await.unwrap()),
+        "offered while the extended lease holds"
+    );
+    // The holder dies: nobody extends the lease, and a relay takes the row.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(offered(
+        store.claim_outbox("relay", 1000, LEASE).await.unwrap()
+    ));
+    assert!(!store
+        .extend_outbox_claim(row, "eager-test", Duration::from_secs(1))
+        .await
+        .unwrap());
 }
