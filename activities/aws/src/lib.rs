@@ -1,18 +1,27 @@
 //! Idempotent AWS activities (EC2, IAM, Route53, ELBv2, S3) and their compensating
 //! deletes, plus the tag sweep.
 //!
-//! Status: the pure groundwork only — what every activity will be built on, with no AWS
-//! SDK yet:
-//! - [`policies`]: the IAM policy documents of the operator roles and the worker, carried
-//!   as data (`policies/*.json`) with this cluster's zone ids as parameters;
-//! - [`roles`]: the seven operator roles, their service accounts and web-identity trust;
-//! - [`network_plan`]: the per-zone subnet plan of a /16 VPC;
-//! - [`naming`]: resource names and the tags every created resource carries.
+//! Where to start reading:
+//! - [`scope`]: what an activity is handed (idempotency key, resource ledger);
+//! - [`clients`]: the SDK clients (standard credential chain, endpoint override);
+//! - [`error`]: AWS errors classified once into retryable and permanent failures;
+//! - [`ec2`]: EC2 activities, each create finding an earlier attempt's resource by tag;
+//! - [`policies`], [`roles`], [`network_plan`], [`naming`]: the data they are built on —
+//!   IAM policy documents (`policies/*.json`) with this cluster's zone ids as
+//!   parameters, the seven operator roles, the per-zone subnet plan, names and tags.
 //!
-//! The activities themselves (SDK calls, lookups by tag, compensations, the sweep)
-//! arrive with the rest of the "AWS activities" issue.
+//! Status: the VPC create and delete only; the rest of the network, OIDC, IAM,
+//! PrivateLink, Route53 and the sweep follow.
 
+pub mod clients;
+pub mod ec2;
+pub mod error;
 pub mod naming;
 pub mod network_plan;
 pub mod policies;
 pub mod roles;
+pub mod scope;
+
+pub use clients::{AwsClients, AwsSettings};
+pub use error::AwsError;
+pub use scope::{MemoryLog, ResourceLog, Scope};

@@ -1,0 +1,6 @@
+//! EC2 activities: each create finds an earlier attempt's resource by its idempotency
+//! tag before creating (moto ignores ClientToken; real AWS needs the lookup after a
+//! crash anyway), and each delete treats "not found" as done.
+
+pub mod tags;
+pub mod vpc;

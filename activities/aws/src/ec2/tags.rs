@@ -1,0 +1,37 @@
+//! EC2 tags and tag filters.
+
+use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
+
+use crate::naming;
+
+/// The tags of a new resource, as a tag specification for its create call.
+pub fn specification(
+    resource_type: ResourceType,
+    infra_id: &str,
+    name: Option<&str>,
+    idempotency_key: &str,
+) -> TagSpecification {
+    let tags = naming::tags(infra_id, name, idempotency_key)
+        .into_iter()
+        .map(|(key, value)| Tag::builder().key(key).value(value).build());
+    TagSpecification::builder()
+        .resource_type(resource_type)
+        .set_tags(Some(tags.collect()))
+        .build()
+}
+
+/// Resources an attempt with `idempotency_key` created.
+pub fn made_by(idempotency_key: &str) -> Filter {
+    Filter::builder()
+        .name(format!("tag:{}", naming::IDEMPOTENCY_TAG))
+        .values(idempotency_key)
+        .build()
+}
+
+/// Resources of the cluster `infra_id`.
+pub fn owned_by(infra_id: &str) -> Filter {
+    Filter::builder()
+        .name(format!("tag:{}", naming::cluster_tag_key(infra_id)))
+        .values(naming::CLUSTER_TAG_VALUE)
+        .build()
+}

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""A fault-injecting HTTP proxy in front of moto, for hcpflow's tests (stdlib only).
+
+Every request is forwarded to moto unchanged, unless a rule says otherwise. Rules and
+the request log are kept per *key*: the access key id the request was signed with
+(`Credential=<key>/...` in its Authorization header), so tests that each sign with their
+own access key id never see each other's faults. moto accepts any access key.
+
+Control API (JSON):
+  POST   /_fault/rules   {"key", "action", "fault", "times"?, "code"?, "status"?,
+                          "message"?, "delay_ms"?}
+           action: an AWS action (`CreateVpc`, from the form body or query) or, for REST
+                   services (Route53, S3), "METHOD /path-prefix".
+           fault:  "throttle" (the service's throttling error), "error" (`code`,
+                   `status`, `message` as given), "unavailable" (503), "delay"
+                   (`delay_ms`, then forward).
+           times:  how many matching requests it hits; absent or null: until cleared.
+  DELETE /_fault/rules?key=K     clears K's rules
+  GET    /_fault/log?key=K       the actions K sent, in order: [{"action", "fault"}]
+  DELETE /_fault/log?key=K       clears K's log
+  GET    /_fault/health          {"ok": true}
+"""
+
+import argparse
+import http.client
+import json
+import re
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+CREDENTIAL = re.compile(r"Credential=([^/]+)/[^/]+/[^/]+/([^/]+)/")
+THROTTLE_CODES = {"ec2": ("RequestLimitExceeded", 503), "s3": ("SlowDown", 503)}
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
+              "proxy-authorization", "proxy-authenticate", "host", "content-length"}
+
+lock = threading.Lock()
+rules = {}  # key -> list of rule dicts
+logs = {}   # key -> list of {"action", "fault"}
+
+
+def signer(headers):
+    match = CREDENTIAL.search(headers.get("Authorization", ""))
+    return (match.group(1), match.group(2)) if match else ("", "")
+
+
+def action_of(method, path, body):
+    query = urllib.parse.urlsplit(path).query
+    for source in (query, body.decode("utf-8", "replace") if body else ""):
+        values = urllib.parse.parse_qs(source).get("Action")
+        if values:
+            return values[0]
+    return f"{method} {urllib.parse.urlsplit(path).path}"
+
+
+def take_rule(key, action):
+    """The first live rule of `key` matching `action`, counted down."""
+    with lock:
+        for rule in rules.get(key, []):
+            target = rule["action"]
+            if action != target and not (" " in target and action.startswith(target)):
+                continue
+            if rule.get("times") is not None:
+                if rule["times"] <= 0:
+                    continue
+                rule["times"] -= 1
+            return dict(rule)
+    return None
+
+
+def error_body(service, code, message):
+    request_id = str(uuid.uuid4())
+    if service == "ec2":
+        return (f"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response><Errors><Error>"
+                f"<Code>{code}</Code><Message>{message}</Message></Error></Errors>"
+                f"<RequestID>{request_id}</RequestID></Response>")
+    if service == "s3":
+        return (f"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code>"
+                f"<Message>{message}</Message><RequestId>{request_id}</RequestId></Error>")
+    return (f"<?xml version=\"1.0\" encoding=\"UTF-8\"?><ErrorResponse><Error><Type>Sender</Type>"
+            f"<Code>{code}</Code><Message>{message}</Message></Error>"
+            f"<RequestId>{request_id}</RequestId></ErrorResponse>")
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    upstream = None
+
+    def log_message(self, *args):  # quiet: the moto log has the requests
+        pass
+
+    def body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def reply(self, status, payload, content_type="application/json"):
+        data = payload if isinstance(payload, bytes) else payload.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def control(self, method, body):
+        url = urllib.parse.urlsplit(self.path)
+        key = urllib.parse.parse_qs(url.query).get("key", [""])[0]
+        if url.path == "/_fault/health":
+            return self.reply(200, json.dumps({"ok": True}))
+        if url.path == "/_fault/rules" and method == "POST":
+            try:
+                rule = json.loads(body or b"{}")
+                assert isinstance(rule.get("key"), str) and rule["key"]
+                assert isinstance(rule.get("action"), str) and rule["action"]
+                assert rule.get("fault") in ("throttle", "error", "unavailable", "delay")
+            except (ValueError, AssertionError):
+                return self.reply(400, json.dumps({"error": "need key, action and a known fault"}))
+            with lock:
+                rules.setdefault(rule["key"], []).append(rule)
+            return self.reply(200, json.dumps({"ok": True}))
+        if url.path == "/_fault/rules" and method == "DELETE":
+            with lock:
+                rules.pop(key, None)
+            return self.reply(200, json.dumps({"ok": True}))
+        if url.path == "/_fault/log" and method == "GET":
+            with lock:
+                return self.reply(200, json.dumps(logs.get(key, [])))
+        if url.path == "/_fault/log" and method == "DELETE":
+            with lock:
+                logs.pop(key, None)
+            return self.reply(200, json.dumps({"ok": True}))
+        return self.reply(404, json.dumps({"error": f"no control route {method} {url.path}"}))
+
+    def handle_any(self, method):
+        body = self.body()
+        if self.path.startswith("/_fault/"):
+            return self.control(method, body)
+        key, service = signer(self.headers)
+        action = action_of(method, self.path, body)
+        rule = take_rule(key, action) if key else None
+        fault = rule["fault"] if rule else None
+        if key:
+            with lock:
+                logs.setdefault(key, []).append({"action": action, "fault": fault})
+        if fault == "throttle":
+            code, status = THROTTLE_CODES.get(service, ("Throttling", 400))
+            return self.reply(status, error_body(service, code, "Rate exceeded"), "text/xml")
+        if fault == "unavailable":
+            return self.reply(503, error_body(service, "ServiceUnavailable",
+                                              "Service is unavailable"), "text/xml")
+        if fault == "error":
+            return self.reply(int(rule.get("status", 400)),
+                              error_body(service, rule.get("code", "InvalidParameterValue"),
+                                         rule.get("message", "injected by the fault proxy")),
+                              "text/xml")
+        if fault == "delay":
+            time.sleep(int(rule.get("delay_ms", 1000)) / 1000)
+        self.forward(method, body)
+
+    def forward(self, method, body):
+        connection = http.client.HTTPConnection(*self.upstream, timeout=120)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+        headers["Host"] = self.headers.get("Host", f"{self.upstream[0]}:{self.upstream[1]}")
+        try:
+            connection.request(method, self.path, body=body, headers=headers)
+            response = connection.getresponse()
+            data = response.read()
+        except OSError as error:
+            return self.reply(502, json.dumps({"error": f"moto unreachable: {error}"}))
+        finally:
+            connection.close()
+        self.send_response(response.status)
+        for name, value in response.getheaders():
+            if name.lower() not in HOP_BY_HOP:
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if method != "HEAD":
+            self.wfile.write(data)
+
+    def do_GET(self):
+        self.handle_any("GET")
+
+    def do_POST(self):
+        self.handle_any("POST")
+
+    def do_PUT(self):
+        self.handle_any("PUT")
+
+    def do_DELETE(self):
+        self.handle_any("DELETE")
+
+    def do_HEAD(self):
+        self.handle_any("HEAD")
+
+    def do_PATCH(self):
+        self.handle_any("PATCH")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--listen-port", type=int, required=True)
+    parser.add_argument("--upstream-port", type=int, required=True)
+    args = parser.parse_args()
+    Handler.upstream = ("127.0.0.1", args.upstream_port)
+    server = ThreadingHTTPServer(("127.0.0.1", args.listen_port), Handler)
+    server.daemon_threads = True
+    print(f"aws fault proxy on 127.0.0.1:{args.listen_port} -> moto :{args.upstream_port}",
+          file=sys.stderr, flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
