@@ -2,5 +2,9 @@
 //! tag before creating (moto ignores ClientToken; real AWS needs the lookup after a
 //! crash anyway), and each delete treats "not found" as done.
 
+pub mod dhcp;
+pub mod internet_gateway;
+pub mod lookup;
+pub mod subnet;
 pub mod tags;
 pub mod vpc;

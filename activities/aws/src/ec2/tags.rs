@@ -11,8 +11,23 @@ pub fn specification(
     name: Option<&str>,
     idempotency_key: &str,
 ) -> TagSpecification {
+    specification_with(resource_type, infra_id, name, idempotency_key, &[])
+}
+
+/// [`specification`] plus tags of the resource's own (a subnet's load-balancer role).
+pub fn specification_with(
+    resource_type: ResourceType,
+    infra_id: &str,
+    name: Option<&str>,
+    idempotency_key: &str,
+    extra: &[(&str, &str)],
+) -> TagSpecification {
+    let extra = extra
+        .iter()
+        .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()));
     let tags = naming::tags(infra_id, name, idempotency_key)
         .into_iter()
+        .chain(extra)
         .map(|(key, value)| Tag::builder().key(key).value(value).build());
     TagSpecification::builder()
         .resource_type(resource_type)

@@ -5,6 +5,7 @@ use hcpflow_engine::ActivityFailure;
 use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
+use crate::ec2::lookup::{created_id, deleted, find_or_create};
 use crate::ec2::tags;
 use crate::error::from_sdk;
 use crate::naming;
@@ -34,16 +35,24 @@ pub async fn create_vpc(
     scope: &Scope<'_>,
     request: &CreateVpc,
 ) -> Result<Vpc, ActivityFailure> {
-    let earlier = aws
-        .ec2
-        .describe_vpcs()
-        .filters(tags::made_by(scope.idempotency_key))
-        .send()
-        .await
-        .map_err(from_sdk)?;
-    let vpc_id = match earlier.vpcs().iter().find_map(|vpc| vpc.vpc_id()) {
-        Some(id) => id.to_owned(),
-        None => {
+    let vpc_id = find_or_create(
+        scope,
+        KIND,
+        || async {
+            let earlier = aws
+                .ec2
+                .describe_vpcs()
+                .filters(tags::made_by(scope.idempotency_key))
+                .send()
+                .await
+                .map_err(from_sdk)?;
+            Ok(earlier
+                .vpcs()
+                .iter()
+                .find_map(|vpc| vpc.vpc_id())
+                .map(str::to_owned))
+        },
+        || async {
             let name = naming::vpc(&request.infra_id);
             let created = aws
                 .ec2
@@ -58,16 +67,10 @@ pub async fn create_vpc(
                 .send()
                 .await
                 .map_err(from_sdk)?;
-            created
-                .vpc()
-                .and_then(|vpc| vpc.vpc_id())
-                .ok_or_else(|| {
-                    ActivityFailure::retryable("MissingId", "CreateVpc returned no VPC id")
-                })?
-                .to_owned()
-        }
-    };
-    scope.log.created(scope.resource(KIND, &vpc_id));
+            created_id(created.vpc().and_then(|vpc| vpc.vpc_id()), "CreateVpc")
+        },
+    )
+    .await?;
     // One attribute per call, as EC2 requires. Right after the create, the VPC may not
     // be visible yet: a not-found is retried.
     for (support, hostnames) in [(true, false), (false, true)] {
@@ -93,18 +96,6 @@ pub async fn delete_vpc(
     scope: &Scope<'_>,
     vpc: &Vpc,
 ) -> Result<(), ActivityFailure> {
-    match aws.ec2.delete_vpc().vpc_id(&vpc.vpc_id).send().await {
-        Ok(_) => {
-            scope.log.deleted(scope.resource(KIND, &vpc.vpc_id));
-            Ok(())
-        }
-        Err(error) => {
-            let error = from_sdk(error);
-            if error.is_not_found() {
-                Ok(())
-            } else {
-                Err(error.into())
-            }
-        }
-    }
+    let result = aws.ec2.delete_vpc().vpc_id(&vpc.vpc_id).send().await;
+    deleted(scope, KIND, &vpc.vpc_id, result)
 }

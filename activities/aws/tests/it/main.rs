@@ -8,5 +8,6 @@
 // Helpers outside #[test] functions unwrap too: a failed step is a failed test.
 #![allow(clippy::unwrap_used)]
 
+mod network;
 mod support;
 mod vpc;

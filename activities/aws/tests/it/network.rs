@@ -1,0 +1,173 @@
+//! The VPC's DHCP options, internet gateway and subnets: one each however often their
+//! creates run, and compensations that undo them in dependency order.
+
+use hcpflow_aws::ec2::dhcp::{create_dhcp_options, delete_dhcp_options, CreateDhcpOptions};
+use hcpflow_aws::ec2::internet_gateway::{
+    create_internet_gateway, delete_internet_gateway, CreateInternetGateway,
+};
+use hcpflow_aws::ec2::subnet::{create_subnet, delete_subnet, CreateSubnet, Exposure};
+use hcpflow_aws::ec2::tags;
+use hcpflow_aws::ec2::vpc::{create_vpc, delete_vpc, CreateVpc};
+use hcpflow_aws::MemoryLog;
+
+use crate::support::{stack, unique, Stack};
+
+/// What moto holds of the cluster, by its tag: (VPCs, DHCP options, gateways, subnets).
+async fn owned(stack: &Stack, infra_id: &str) -> (usize, usize, usize, usize) {
+    let ec2 = &stack.moto.ec2;
+    let filter = || tags::owned_by(infra_id);
+    let vpcs = ec2.describe_vpcs().filters(filter()).send().await.unwrap();
+    let dhcp = ec2
+        .describe_dhcp_options()
+        .filters(filter())
+        .send()
+        .await
+        .unwrap();
+    let gateways = ec2
+        .describe_internet_gateways()
+        .filters(filter())
+        .send()
+        .await
+        .unwrap();
+    let subnets = ec2
+        .describe_subnets()
+        .filters(filter())
+        .send()
+        .await
+        .unwrap();
+    (
+        vpcs.vpcs().len(),
+        dhcp.dhcp_options().len(),
+        gateways.internet_gateways().len(),
+        subnets.subnets().len(),
+    )
+}
+
+#[tokio::test]
+async fn each_network_create_run_three_times_leaves_one_resource_and_undo_keeps_order() {
+    let Some(stack) =
+        stack("each_network_create_run_three_times_leaves_one_resource_and_undo_keeps_order").await
+    else {
+        return;
+    };
+    let infra_id = unique("net-");
+    let log = MemoryLog::default();
+    let keys: Vec<String> = (1..=5).map(|n| format!("hf-{infra_id}-{n}")).collect();
+    let scope = |n: usize| stack.scope(&keys[n], &infra_id, &log);
+
+    let vpc_request = CreateVpc {
+        infra_id: infra_id.clone(),
+        cidr_block: "10.0.0.0/16".into(),
+    };
+    let vpc = create_vpc(&stack.aws, &scope(0), &vpc_request)
+        .await
+        .unwrap();
+    let dhcp_request = CreateDhcpOptions {
+        infra_id: infra_id.clone(),
+        vpc_id: vpc.vpc_id.clone(),
+    };
+    let igw_request = CreateInternetGateway {
+        infra_id: infra_id.clone(),
+        vpc_id: vpc.vpc_id.clone(),
+    };
+    let subnet_request = |exposure, cidr: &str| CreateSubnet {
+        infra_id: infra_id.clone(),
+        vpc_id: vpc.vpc_id.clone(),
+        zone: "us-east-1a".into(),
+        cidr_block: cidr.into(),
+        exposure,
+    };
+    let private = subnet_request(Exposure::Private, "10.0.128.0/20");
+    let public = subnet_request(Exposure::Public, "10.0.0.0/20");
+
+    // Three runs each, as after crashes that lost the first results.
+    let mut made = Vec::new();
+    for _ in 0..3 {
+        made.push((
+            create_dhcp_options(&stack.aws, &scope(1), &dhcp_request)
+                .await
+                .unwrap(),
+            create_internet_gateway(&stack.aws, &scope(2), &igw_request)
+                .await
+                .unwrap(),
+            create_subnet(&stack.aws, &scope(3), &private)
+                .await
+                .unwrap(),
+            create_subnet(&stack.aws, &scope(4), &public).await.unwrap(),
+        ));
+    }
+    assert!(made.windows(2).all(|pair| pair[0] == pair[1]), "{made:?}");
+    assert_eq!(owned(&stack, &infra_id).await, (1, 1, 1, 2));
+    let (dhcp, gateway, private, public) = made.remove(0);
+
+    // Associated and attached, once.
+    let described = stack
+        .moto
+        .ec2
+        .describe_vpcs()
+        .vpc_ids(&vpc.vpc_id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        described.vpcs()[0].dhcp_options_id(),
+        Some(dhcp.dhcp_options_id.as_str())
+    );
+    let gateways = stack
+        .moto
+        .ec2
+        .describe_internet_gateways()
+        .internet_gateway_ids(&gateway.internet_gateway_id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gateways.internet_gateways()[0].attachments().len(), 1);
+
+    // DHCP options still in use by the VPC: a dependency, retried, not a failure.
+    let early = delete_dhcp_options(&stack.aws, &scope(1), &dhcp)
+        .await
+        .unwrap_err();
+    assert!(early.retryable, "{early:?}");
+    assert_eq!(early.kind, "DependencyViolation");
+
+    // The compensations, newest first, each run twice.
+    let before = stack.actions().len();
+    for _ in 0..2 {
+        delete_subnet(&stack.aws, &scope(4), &public).await.unwrap();
+        delete_subnet(&stack.aws, &scope(3), &private)
+            .await
+            .unwrap();
+    }
+    for _ in 0..2 {
+        delete_internet_gateway(&stack.aws, &scope(2), &gateway)
+            .await
+            .unwrap();
+    }
+    delete_vpc(&stack.aws, &scope(0), &vpc).await.unwrap();
+    for _ in 0..2 {
+        delete_dhcp_options(&stack.aws, &scope(1), &dhcp)
+            .await
+            .unwrap();
+    }
+    assert_eq!(owned(&stack, &infra_id).await, (0, 0, 0, 0));
+
+    // moto does not enforce dependency order: the proxy's log shows ours.
+    let mut deletes: Vec<String> = stack.actions()[before..]
+        .iter()
+        .filter(|action| action.starts_with("Delete") || action.starts_with("Detach"))
+        .cloned()
+        .collect();
+    deletes.dedup(); // repeated runs of one delete count once
+    assert_eq!(
+        deletes,
+        [
+            "DeleteSubnet",
+            "DetachInternetGateway",
+            "DeleteInternetGateway",
+            "DetachInternetGateway",
+            "DeleteInternetGateway",
+            "DeleteVpc",
+            "DeleteDhcpOptions",
+        ]
+    );
+}
