@@ -5,6 +5,7 @@
 pub mod dhcp;
 pub mod internet_gateway;
 pub mod lookup;
+pub mod nat_gateway;
 pub mod subnet;
 pub mod tags;
 pub mod vpc;

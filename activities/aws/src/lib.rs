@@ -10,9 +10,9 @@
 //!   IAM policy documents (`policies/*.json`) with this cluster's zone ids as
 //!   parameters, the seven operator roles, the per-zone subnet plan, names and tags.
 //!
-//! Status: the VPC, its DHCP options, internet gateway and subnets (create and delete);
-//! NAT gateways, route tables, the S3 endpoint, Route53, OIDC, IAM, PrivateLink and the
-//! sweep follow.
+//! Status: the VPC, its DHCP options, internet gateway, subnets, and per-zone NAT
+//! gateways with their addresses (create and delete); route tables, the S3 endpoint,
+//! Route53, OIDC, IAM, PrivateLink and the sweep follow.
 
 pub mod clients;
 pub mod ec2;

@@ -171,3 +171,122 @@ async fn each_network_create_run_three_times_leaves_one_resource_and_undo_keeps_
         ]
     );
 }
+
+#[tokio::test]
+async fn a_nat_gateway_and_its_address_are_made_once_and_released_after_the_nat_is_gone() {
+    use hcpflow_aws::ec2::nat_gateway::{create_nat_gateway, delete_nat_gateway, CreateNatGateway};
+
+    let Some(stack) =
+        stack("a_nat_gateway_and_its_address_are_made_once_and_released_after_the_nat_is_gone")
+            .await
+    else {
+        return;
+    };
+    let infra_id = unique("nat-");
+    let log = MemoryLog::default();
+    let keys: Vec<String> = (1..=3).map(|n| format!("hf-{infra_id}-{n}")).collect();
+    let scope = |n: usize| stack.scope(&keys[n], &infra_id, &log);
+    let vpc = create_vpc(
+        &stack.aws,
+        &scope(0),
+        &CreateVpc {
+            infra_id: infra_id.clone(),
+            cidr_block: "10.0.0.0/16".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let subnet = create_subnet(
+        &stack.aws,
+        &scope(1),
+        &CreateSubnet {
+            infra_id: infra_id.clone(),
+            vpc_id: vpc.vpc_id.clone(),
+            zone: "us-east-1a".into(),
+            cidr_block: "10.0.0.0/20".into(),
+            exposure: Exposure::Public,
+        },
+    )
+    .await
+    .unwrap();
+    let request = CreateNatGateway {
+        infra_id: infra_id.clone(),
+        zone: "us-east-1a".into(),
+        subnet_id: subnet.subnet_id.clone(),
+    };
+    let first = create_nat_gateway(&stack.aws, &scope(2), &request)
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        assert_eq!(
+            create_nat_gateway(&stack.aws, &scope(2), &request)
+                .await
+                .unwrap(),
+            first
+        );
+    }
+    let addresses = stack
+        .moto
+        .ec2
+        .describe_addresses()
+        .filters(tags::owned_by(&infra_id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(addresses.addresses().len(), 1);
+    let live_nats = || async {
+        let in_subnet = stack
+            .moto
+            .ec2
+            .describe_nat_gateways()
+            .filter(
+                aws_sdk_ec2::types::Filter::builder()
+                    .name("subnet-id")
+                    .values(&subnet.subnet_id)
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap();
+        in_subnet
+            .nat_gateways()
+            .iter()
+            .filter(|nat| nat.state() != Some(&aws_sdk_ec2::types::NatGatewayState::Deleted))
+            .count()
+    };
+    assert_eq!(live_nats().await, 1);
+
+    let before = stack.actions().len();
+    delete_nat_gateway(&stack.aws, &scope(2), &first)
+        .await
+        .unwrap();
+    delete_nat_gateway(&stack.aws, &scope(2), &first)
+        .await
+        .unwrap();
+    assert_eq!(live_nats().await, 0);
+    let addresses = stack
+        .moto
+        .ec2
+        .describe_addresses()
+        .filters(tags::owned_by(&infra_id))
+        .send()
+        .await
+        .unwrap();
+    assert!(addresses.addresses().is_empty());
+    // The NAT is deleted, and seen gone, before its address is released.
+    let order: Vec<String> = stack.actions()[before..].to_vec();
+    let delete = order.iter().position(|a| a == "DeleteNatGateway").unwrap();
+    let release = order.iter().position(|a| a == "ReleaseAddress").unwrap();
+    assert!(delete < release, "{order:?}");
+    assert!(order[delete..release]
+        .iter()
+        .any(|a| a == "DescribeNatGateways"));
+    assert_eq!(
+        order.iter().filter(|a| *a == "DeleteNatGateway").count(),
+        1,
+        "{order:?}"
+    );
+
+    delete_subnet(&stack.aws, &scope(1), &subnet).await.unwrap();
+    delete_vpc(&stack.aws, &scope(0), &vpc).await.unwrap();
+}
