@@ -6,6 +6,8 @@ pub mod dhcp;
 pub mod internet_gateway;
 pub mod lookup;
 pub mod nat_gateway;
+pub mod route_table;
+pub mod s3_endpoint;
 pub mod subnet;
 pub mod tags;
 pub mod vpc;

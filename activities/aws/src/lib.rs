@@ -10,9 +10,10 @@
 //!   IAM policy documents (`policies/*.json`) with this cluster's zone ids as
 //!   parameters, the seven operator roles, the per-zone subnet plan, names and tags.
 //!
-//! Status: the VPC, its DHCP options, internet gateway, subnets, and per-zone NAT
-//! gateways with their addresses (create and delete); route tables, the S3 endpoint,
-//! Route53, OIDC, IAM, PrivateLink and the sweep follow.
+//! Status: the EC2 network of hypershift-aws.md §1.1–1.3 — the VPC, its DHCP options,
+//! internet gateway, subnets, per-zone NAT gateways with their addresses, route tables
+//! and the S3 gateway endpoint (create and delete). Route53 zones, OIDC, IAM,
+//! PrivateLink and the tag sweep follow.
 
 pub mod clients;
 pub mod ec2;

@@ -290,3 +290,219 @@ async fn a_nat_gateway_and_its_address_are_made_once_and_released_after_the_nat_
     delete_subnet(&stack.aws, &scope(1), &subnet).await.unwrap();
     delete_vpc(&stack.aws, &scope(0), &vpc).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_zone_network_with_routes_and_the_s3_endpoint_is_made_once_and_undone_in_order() {
+    use hcpflow_aws::ec2::nat_gateway::{create_nat_gateway, delete_nat_gateway, CreateNatGateway};
+    use hcpflow_aws::ec2::route_table::{
+        create_route_table, delete_route_table, CreateRouteTable, DefaultRoute,
+    };
+    use hcpflow_aws::ec2::s3_endpoint::{create_s3_endpoint, delete_s3_endpoint, CreateS3Endpoint};
+    use hcpflow_aws::naming;
+
+    let Some(stack) =
+        stack("a_zone_network_with_routes_and_the_s3_endpoint_is_made_once_and_undone_in_order")
+            .await
+    else {
+        return;
+    };
+    let infra_id = unique("rt-");
+    let zone = "us-east-1b";
+    let log = MemoryLog::default();
+    let keys: Vec<String> = (1..=8).map(|n| format!("hf-{infra_id}-{n}")).collect();
+    let scope = |n: usize| stack.scope(&keys[n], &infra_id, &log);
+    let aws = &stack.aws;
+
+    let vpc = create_vpc(
+        aws,
+        &scope(0),
+        &CreateVpc {
+            infra_id: infra_id.clone(),
+            cidr_block: "10.0.0.0/16".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let gateway = create_internet_gateway(
+        aws,
+        &scope(1),
+        &CreateInternetGateway {
+            infra_id: infra_id.clone(),
+            vpc_id: vpc.vpc_id.clone(),
+        },
+    )
+    .await
+    .unwrap();
+    let subnet = |exposure, cidr: &str| CreateSubnet {
+        infra_id: infra_id.clone(),
+        vpc_id: vpc.vpc_id.clone(),
+        zone: zone.into(),
+        cidr_block: cidr.into(),
+        exposure,
+    };
+    let private = create_subnet(aws, &scope(2), &subnet(Exposure::Private, "10.0.144.0/20"))
+        .await
+        .unwrap();
+    let public = create_subnet(aws, &scope(3), &subnet(Exposure::Public, "10.0.16.0/20"))
+        .await
+        .unwrap();
+    let nat = create_nat_gateway(
+        aws,
+        &scope(4),
+        &CreateNatGateway {
+            infra_id: infra_id.clone(),
+            zone: zone.into(),
+            subnet_id: public.subnet_id.clone(),
+        },
+    )
+    .await
+    .unwrap();
+    let private_table = CreateRouteTable {
+        infra_id: infra_id.clone(),
+        vpc_id: vpc.vpc_id.clone(),
+        name: naming::private_route_table(&infra_id, zone),
+        default_route: DefaultRoute::NatGateway(nat.nat_gateway_id.clone()),
+        subnet_ids: vec![private.subnet_id.clone()],
+    };
+    let public_table = CreateRouteTable {
+        infra_id: infra_id.clone(),
+        vpc_id: vpc.vpc_id.clone(),
+        name: naming::public_route_table(&infra_id),
+        default_route: DefaultRoute::InternetGateway(gateway.internet_gateway_id.clone()),
+        subnet_ids: vec![public.subnet_id.clone()],
+    };
+    let mut tables = Vec::new();
+    let mut endpoints = Vec::new();
+    for _ in 0..2 {
+        let private_rt = create_route_table(aws, &scope(5), &private_table)
+            .await
+            .unwrap();
+        let public_rt = create_route_table(aws, &scope(6), &public_table)
+            .await
+            .unwrap();
+        let endpoint = create_s3_endpoint(
+            aws,
+            &scope(7),
+            &CreateS3Endpoint {
+                infra_id: infra_id.clone(),
+                vpc_id: vpc.vpc_id.clone(),
+                route_table_ids: vec![
+                    private_rt.route_table_id.clone(),
+                    public_rt.route_table_id.clone(),
+                ],
+            },
+        )
+        .await
+        .unwrap();
+        tables.push((private_rt, public_rt));
+        endpoints.push(endpoint);
+    }
+    assert_eq!(tables[0], tables[1]);
+    assert_eq!(endpoints[0], endpoints[1]);
+    let (private_rt, public_rt) = tables.remove(0);
+    let endpoint = endpoints.remove(0);
+
+    // Independently: two tables, each with one default route and its subnet.
+    let described = stack
+        .moto
+        .ec2
+        .describe_route_tables()
+        .filters(tags::owned_by(&infra_id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(described.route_tables().len(), 2);
+    for table in described.route_tables() {
+        let defaults = table
+            .routes()
+            .iter()
+            .filter(|r| r.destination_cidr_block() == Some("0.0.0.0/0"))
+            .count();
+        assert_eq!(defaults, 1, "{table:?}");
+        let expected = if table.route_table_id() == Some(private_rt.route_table_id.as_str()) {
+            &private.subnet_id
+        } else {
+            &public.subnet_id
+        };
+        let subnets: Vec<_> = table
+            .associations()
+            .iter()
+            .filter_map(|a| a.subnet_id())
+            .collect();
+        assert_eq!(subnets, vec![expected.as_str()]);
+    }
+    let live_endpoints = || async {
+        stack
+            .moto
+            .ec2
+            .describe_vpc_endpoints()
+            .filters(tags::owned_by(&infra_id))
+            .send()
+            .await
+            .unwrap()
+            .vpc_endpoints()
+            .iter()
+            .filter(|e| {
+                let state = e.state().map(|s| s.as_str().to_ascii_lowercase());
+                !matches!(state.as_deref(), Some("deleted" | "deleting"))
+            })
+            .count()
+    };
+    assert_eq!(live_endpoints().await, 1);
+
+    // The compensations, newest first, each run twice.
+    let before = stack.actions().len();
+    for _ in 0..2 {
+        delete_s3_endpoint(aws, &scope(7), &endpoint).await.unwrap();
+    }
+    for _ in 0..2 {
+        delete_route_table(aws, &scope(6), &public_rt)
+            .await
+            .unwrap();
+        delete_route_table(aws, &scope(5), &private_rt)
+            .await
+            .unwrap();
+    }
+    for _ in 0..2 {
+        delete_nat_gateway(aws, &scope(4), &nat).await.unwrap();
+    }
+    for _ in 0..2 {
+        delete_subnet(aws, &scope(3), &public).await.unwrap();
+        delete_subnet(aws, &scope(2), &private).await.unwrap();
+    }
+    delete_internet_gateway(aws, &scope(1), &gateway)
+        .await
+        .unwrap();
+    delete_vpc(aws, &scope(0), &vpc).await.unwrap();
+
+    assert_eq!(live_endpoints().await, 0);
+    assert_eq!(owned(&stack, &infra_id).await, (0, 0, 0, 0));
+    let tables_left = stack
+        .moto
+        .ec2
+        .describe_route_tables()
+        .filters(tags::owned_by(&infra_id))
+        .send()
+        .await
+        .unwrap();
+    assert!(tables_left.route_tables().is_empty());
+    let mut deletes: Vec<String> = stack.actions()[before..]
+        .iter()
+        .filter(|a| a.starts_with("Delete") || a.starts_with("Detach") || a.starts_with("Release"))
+        .cloned()
+        .collect();
+    deletes.dedup();
+    assert_eq!(
+        deletes,
+        [
+            "DeleteVpcEndpoints",
+            "DeleteRouteTable",
+            "DeleteNatGateway",
+            "ReleaseAddress",
+            "DeleteSubnet",
+            "DetachInternetGateway",
+            "DeleteInternetGateway",
+            "DeleteVpc",
+        ]
+    );
+}
