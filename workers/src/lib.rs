@@ -32,5 +32,6 @@ pub mod subjects;
 pub mod submit;
 pub mod sweeper;
 pub mod timer_service;
+pub mod tls;
 pub mod wire;
 pub mod workflow_worker;

@@ -4,6 +4,7 @@ use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
+    hcpflow_workers::tls::install_crypto_provider();
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_env("HCPFLOW_LOG")
