@@ -36,31 +36,41 @@ pub fn created_id(id: Option<&str>, call: &str) -> Result<String, ActivityFailur
         .ok_or_else(|| ActivityFailure::retryable("MissingId", format!("{call} returned no id")))
 }
 
-/// A delete's outcome: done when it deleted (noted in the ledger) or found nothing.
-pub fn deleted<T, E>(
-    scope: &Scope<'_>,
-    kind: &str,
-    id: &str,
-    result: Result<
-        T,
-        aws_smithy_runtime_api::client::result::SdkError<E, aws_smithy_runtime_api::http::Response>,
-    >,
-) -> Result<(), ActivityFailure>
+type SdkResult<T, E> = Result<
+    T,
+    aws_smithy_runtime_api::client::result::SdkError<E, aws_smithy_runtime_api::http::Response>,
+>;
+
+/// A call's answer, or `None` when AWS says the thing does not exist.
+pub fn unless_not_found<T, E>(result: SdkResult<T, E>) -> Result<Option<T>, ActivityFailure>
 where
     E: aws_smithy_types::error::metadata::ProvideErrorMetadata + std::error::Error,
 {
     match result {
-        Ok(_) => {
-            scope.log.deleted(scope.resource(kind, id));
-            Ok(())
-        }
+        Ok(answer) => Ok(Some(answer)),
         Err(error) => {
             let error = crate::error::from_sdk(error);
             if error.is_not_found() {
-                Ok(())
+                Ok(None)
             } else {
                 Err(error.into())
             }
         }
     }
+}
+
+/// A delete's outcome: done when it deleted (noted in the ledger) or found nothing.
+pub fn deleted<T, E>(
+    scope: &Scope<'_>,
+    kind: &str,
+    id: &str,
+    result: SdkResult<T, E>,
+) -> Result<(), ActivityFailure>
+where
+    E: aws_smithy_types::error::metadata::ProvideErrorMetadata + std::error::Error,
+{
+    if unless_not_found(result)?.is_some() {
+        scope.log.deleted(scope.resource(kind, id));
+    }
+    Ok(())
 }

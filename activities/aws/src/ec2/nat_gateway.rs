@@ -13,9 +13,9 @@ use hcpflow_engine::ActivityFailure;
 use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
-use crate::ec2::lookup::{created_id, deleted, find_or_create};
+use crate::ec2::lookup::{created_id, deleted, find_or_create, unless_not_found};
 use crate::ec2::tags;
-use crate::error::{from_sdk, AwsError};
+use crate::error::from_sdk;
 use crate::naming;
 use crate::scope::Scope;
 
@@ -188,26 +188,18 @@ async fn nat_state(
     aws: &AwsClients,
     nat_gateway_id: &str,
 ) -> Result<Option<NatGatewayState>, ActivityFailure> {
-    match aws
+    let found = aws
         .ec2
         .describe_nat_gateways()
         .nat_gateway_ids(nat_gateway_id)
         .send()
-        .await
-    {
-        Ok(found) => Ok(found
+        .await;
+    Ok(unless_not_found(found)?.and_then(|found| {
+        found
             .nat_gateways()
             .first()
-            .and_then(|nat| nat.state().cloned())),
-        Err(error) => {
-            let error: AwsError = from_sdk(error);
-            if error.is_not_found() {
-                Ok(None)
-            } else {
-                Err(error.into())
-            }
-        }
-    }
+            .and_then(|nat| nat.state().cloned())
+    }))
 }
 
 /// Polls the NAT until `done` holds for its state, backing off up to 15 s; past

@@ -7,7 +7,7 @@ use hcpflow_engine::ActivityFailure;
 use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
-use crate::ec2::lookup::{created_id, deleted, find_or_create};
+use crate::ec2::lookup::{created_id, deleted, find_or_create, unless_not_found};
 use crate::ec2::tags;
 use crate::error::from_sdk;
 use crate::scope::Scope;
@@ -42,23 +42,13 @@ async fn describe(
     aws: &AwsClients,
     route_table_id: &str,
 ) -> Result<Option<AwsRouteTable>, ActivityFailure> {
-    match aws
+    let found = aws
         .ec2
         .describe_route_tables()
         .route_table_ids(route_table_id)
         .send()
-        .await
-    {
-        Ok(found) => Ok(found.route_tables().first().cloned()),
-        Err(error) => {
-            let error = from_sdk(error);
-            if error.is_not_found() {
-                Ok(None)
-            } else {
-                Err(error.into())
-            }
-        }
-    }
+        .await;
+    Ok(unless_not_found(found)?.and_then(|found| found.route_tables().first().cloned()))
 }
 
 /// Creates the table (or finds an earlier attempt's), adds the default route unless it
@@ -171,18 +161,13 @@ pub async fn delete_route_table(
         let Some(association_id) = association.route_table_association_id() else {
             continue;
         };
-        if let Err(error) = aws
+        let disassociated = aws
             .ec2
             .disassociate_route_table()
             .association_id(association_id)
             .send()
-            .await
-        {
-            let error = from_sdk(error);
-            if !error.is_not_found() {
-                return Err(error.into());
-            }
-        }
+            .await;
+        unless_not_found(disassociated)?;
     }
     let result = aws
         .ec2

@@ -6,7 +6,7 @@ use hcpflow_engine::ActivityFailure;
 use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
-use crate::ec2::lookup::{created_id, find_or_create};
+use crate::ec2::lookup::{created_id, find_or_create, unless_not_found};
 use crate::ec2::tags;
 use crate::error::from_sdk;
 use crate::scope::Scope;
@@ -103,22 +103,14 @@ pub async fn delete_s3_endpoint(
     scope: &Scope<'_>,
     endpoint: &S3Endpoint,
 ) -> Result<(), ActivityFailure> {
-    let found = match aws
+    let found = aws
         .ec2
         .describe_vpc_endpoints()
         .vpc_endpoint_ids(&endpoint.vpc_endpoint_id)
         .send()
-        .await
-    {
-        Ok(found) => found,
-        Err(error) => {
-            let error = from_sdk(error);
-            return if error.is_not_found() {
-                Ok(())
-            } else {
-                Err(error.into())
-            };
-        }
+        .await;
+    let Some(found) = unless_not_found(found)? else {
+        return Ok(());
     };
     let live = found.vpc_endpoints().iter().any(|e| !is_gone(e));
     if !live {
