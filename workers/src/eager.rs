@@ -15,8 +15,9 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use crate::wire::ActivityTaskMessage;
 
-/// How long a local run holds its outbox row without extending the lease.
-pub const LOCAL_LEASE: Duration = Duration::from_secs(30);
+/// How long a local run holds its outbox row without extending the lease (it extends it
+/// every third of this): how long a crashed process's eager task waits for the relay.
+pub const LOCAL_LEASE: Duration = Duration::from_secs(15);
 
 /// An activity task a step of this process dispatched to itself.
 #[derive(Debug)]

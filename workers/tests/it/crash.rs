@@ -184,7 +184,8 @@ async fn blocked_workflows_are_retried_when_a_server_starts() {
         .await
         .unwrap();
     server.restart().await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    // The step in flight at the kill comes back after its lease or ack wait.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while server.status(&id).await != "completed" {
         assert!(
             std::time::Instant::now() < deadline,
