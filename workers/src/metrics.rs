@@ -111,12 +111,12 @@ impl Metrics {
             ),
             (
                 "hcpflow_outbox_published_total",
-                "outbox rows published right after commit",
+                "outbox rows and events published right after commit",
                 &self.published,
             ),
             (
                 "hcpflow_outbox_relayed_total",
-                "outbox rows published by the relay",
+                "outbox rows and events published by the relay (what a crash left behind)",
                 &self.relayed,
             ),
             (
@@ -164,7 +164,7 @@ impl Metrics {
         }
         let _ = writeln!(
             out,
-            "# HELP hcpflow_outbox_lag_milliseconds age of the oldest row the relay last published\n# TYPE hcpflow_outbox_lag_milliseconds gauge\nhcpflow_outbox_lag_milliseconds {}",
+            "# HELP hcpflow_outbox_lag_milliseconds age of the oldest outbox row or unpublished event the relay last found\n# TYPE hcpflow_outbox_lag_milliseconds gauge\nhcpflow_outbox_lag_milliseconds {}",
             self.outbox_lag_ms.get()
         );
         for (name, timing) in [

@@ -14,7 +14,7 @@ use std::time::Duration;
 use std::collections::BTreeMap;
 
 use hcpflow_engine::WorkflowId;
-use hcpflow_eventstore::{OutboxMessage, PublishedRange, OUTBOX_CHANNEL};
+use hcpflow_eventstore::{OutboxMessage, PublishedRange, PublishedRuns, OUTBOX_CHANNEL};
 use tokio::sync::watch;
 
 use crate::journal::Journal;
@@ -115,28 +115,23 @@ impl Relay {
             .map(|(subject, event)| self.journal.event_message(subject, event))
             .collect();
         let acked = self.journal.publish_all(&messages).await;
-        // Per workflow, the gap-free run of acknowledged events from its first one here,
-        // and whether that run is still unbroken.
-        let mut runs: BTreeMap<WorkflowId, (Option<PublishedRange>, bool)> = BTreeMap::new();
+        // Per workflow, the acknowledged events joined into runs; only the earliest can
+        // move the mark (it starts right after it unless its first event failed, and
+        // then the store refuses it).
+        let mut runs: BTreeMap<WorkflowId, PublishedRuns> = BTreeMap::new();
         for ((_, event), acked) in events.iter().zip(acked) {
-            let single = PublishedRange {
-                first: event.seq,
-                last: event.seq,
-            };
-            let (run, unbroken) = runs
-                .entry(event.workflow_id.clone())
-                .or_insert((None, true));
-            *unbroken &= acked;
-            if *unbroken {
-                *run = Some(run.map_or(single, |run| PublishedRange {
-                    first: run.first,
-                    last: event.seq,
-                }));
+            if acked {
+                runs.entry(event.workflow_id.clone())
+                    .or_default()
+                    .add(PublishedRange {
+                        first: event.seq,
+                        last: event.seq,
+                    });
             }
         }
         let ranges: Vec<(WorkflowId, PublishedRange)> = runs
             .into_iter()
-            .filter_map(|(id, (run, _))| run.map(|range| (id, range)))
+            .filter_map(|(id, mut runs)| runs.take_first().map(|range| (id, range)))
             .collect();
         self.journal.store.mark_events_published(&ranges).await?;
         self.journal.metrics.relayed.add(events.len() as u64);
