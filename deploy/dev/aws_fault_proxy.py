@@ -9,8 +9,8 @@ own access key id never see each other's faults. moto accepts any access key.
 Control API (JSON):
   POST   /_fault/rules   {"key", "action", "fault", "times"?, "code"?, "status"?,
                           "message"?, "delay_ms"?}
-           action: an AWS action (`CreateVpc`, from the form body or query) or, for REST
-                   services (Route53, S3), "METHOD /path-prefix".
+           action: an AWS action (`CreateVpc`, from the form body or query; Route53's
+                   from its method and path) or, for S3, "METHOD /path-prefix".
            fault:  "throttle" (the service's throttling error), "error" (`code`,
                    `status`, `message` as given), "unavailable" (503), "delay"
                    (`delay_ms`, then forward).
@@ -47,13 +47,32 @@ def signer(headers):
     return (match.group(1), match.group(2)) if match else ("", "")
 
 
+# Route53 is a REST API: its actions by method and path.
+ROUTE53_ACTIONS = [
+    ("POST", r"/2013-04-01/hostedzone", "CreateHostedZone"),
+    ("GET", r"/2013-04-01/hostedzone", "ListHostedZones"),
+    ("GET", r"/2013-04-01/hostedzonesbyname", "ListHostedZonesByName"),
+    ("GET", r"/2013-04-01/hostedzone/[^/]+", "GetHostedZone"),
+    ("DELETE", r"/2013-04-01/hostedzone/[^/]+", "DeleteHostedZone"),
+    ("POST", r"/2013-04-01/hostedzone/[^/]+/rrset/?", "ChangeResourceRecordSets"),
+    ("GET", r"/2013-04-01/hostedzone/[^/]+/rrset/?", "ListResourceRecordSets"),
+    ("POST", r"/2013-04-01/tags/hostedzone/[^/]+", "ChangeTagsForResource"),
+    ("GET", r"/2013-04-01/tags/hostedzone/[^/]+", "ListTagsForResource"),
+    ("POST", r"/2013-04-01/tags/hostedzone", "ListTagsForResources"),
+]
+
+
 def action_of(method, path, body):
     query = urllib.parse.urlsplit(path).query
     for source in (query, body.decode("utf-8", "replace") if body else ""):
         values = urllib.parse.parse_qs(source).get("Action")
         if values:
             return values[0]
-    return f"{method} {urllib.parse.urlsplit(path).path}"
+    bare = urllib.parse.urlsplit(path).path
+    for verb, pattern, action in ROUTE53_ACTIONS:
+        if method == verb and re.fullmatch(pattern, bare):
+            return action
+    return f"{method} {bare}"
 
 
 def take_rule(key, action):

@@ -18,10 +18,15 @@ pub struct AwsSettings {
     pub static_credentials: Option<(String, String)>,
 }
 
+/// One client per service, sharing region, credentials and endpoint.
 #[derive(Debug, Clone)]
 pub struct AwsClients {
     pub region: String,
     pub ec2: aws_sdk_ec2::Client,
+    pub elbv2: aws_sdk_elasticloadbalancingv2::Client,
+    pub iam: aws_sdk_iam::Client,
+    pub route53: aws_sdk_route53::Client,
+    pub s3: aws_sdk_s3::Client,
 }
 
 impl AwsClients {
@@ -42,9 +47,18 @@ impl AwsClients {
             ));
         }
         let sdk = loader.load().await;
+        // Path-style S3 addressing: bucket names in the host only work with real DNS,
+        // and moto (or any endpoint override) needs the bucket in the path.
+        let s3 = aws_sdk_s3::config::Builder::from(&sdk)
+            .force_path_style(settings.endpoint.is_some())
+            .build();
         Self {
             region: settings.region.clone(),
             ec2: aws_sdk_ec2::Client::new(&sdk),
+            elbv2: aws_sdk_elasticloadbalancingv2::Client::new(&sdk),
+            iam: aws_sdk_iam::Client::new(&sdk),
+            route53: aws_sdk_route53::Client::new(&sdk),
+            s3: aws_sdk_s3::Client::from_conf(s3),
         }
     }
 }

@@ -4,7 +4,6 @@
 
 pub mod dhcp;
 pub mod internet_gateway;
-pub mod lookup;
 pub mod nat_gateway;
 pub mod route_table;
 pub mod s3_endpoint;

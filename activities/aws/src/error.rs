@@ -19,6 +19,8 @@ const RETRYABLE_CODES: &[&str] = &[
     "DependencyViolation",
     "DeleteConflict",
     "ResourceInUse",
+    "HostedZoneNotEmpty",
+    "ExistingVpcEndpointConnections",
     "IncorrectState",
     "InvalidState",
     "ConcurrentModification",
@@ -33,7 +35,9 @@ const RETRYABLE_CODES: &[&str] = &[
 
 /// Codes that are "not found" and, right after a create that returned the id, only mean
 /// AWS has not caught up yet.
-const NOT_FOUND_SUFFIXES: &[&str] = &[".NotFound", "NotFound", "NoSuchEntity", "NoSuchBucket"];
+const NOT_FOUND_SUFFIXES: &[&str] = &[".NotFound", "NotFound"];
+/// ... and the `NoSuch*` codes of IAM, S3 and Route53 (`NoSuchEntity`, `NoSuchHostedZone`).
+const NOT_FOUND_PREFIX: &str = "NoSuch";
 
 /// How a call failed, before the activity decides what that means.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +65,7 @@ impl AwsError {
             || NOT_FOUND_SUFFIXES
                 .iter()
                 .any(|suffix| self.code.ends_with(suffix))
+            || self.code.starts_with(NOT_FOUND_PREFIX)
     }
 
     /// Whether trying again later can succeed.

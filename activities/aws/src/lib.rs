@@ -8,21 +8,28 @@
 //! - [`ec2`]: EC2 activities, each create finding an earlier attempt's resource by tag;
 //! - [`policies`], [`roles`], [`network_plan`], [`naming`]: the data they are built on —
 //!   IAM policy documents (`policies/*.json`) with this cluster's zone ids as
-//!   parameters, the seven operator roles, the per-zone subnet plan, names and tags.
+//!   parameters, the seven operator roles, the per-zone subnet plan, names and tags;
+//! - [`route53`], [`oidc`], [`iam`], [`privatelink`]: the zones and records, the OIDC
+//!   signing key and documents, the OIDC provider and roles, and PrivateLink;
+//! - [`sweep`]: everything AWS still holds of an infra id.
 //!
-//! Status: the EC2 network of hypershift-aws.md §1.1–1.3 — the VPC, its DHCP options,
-//! internet gateway, subnets, per-zone NAT gateways with their addresses, route tables
-//! and the S3 gateway endpoint (create and delete). Route53 zones, OIDC, IAM,
-//! PrivateLink and the tag sweep follow.
+//! Every create finds what an earlier attempt made before creating ([`lookup`]); every
+//! delete of something already gone is done.
 
 pub mod clients;
 pub mod ec2;
 pub mod error;
+pub mod iam;
+pub mod lookup;
 pub mod naming;
 pub mod network_plan;
+pub mod oidc;
 pub mod policies;
+pub mod privatelink;
 pub mod roles;
+pub mod route53;
 pub mod scope;
+pub mod sweep;
 
 pub use clients::{AwsClients, AwsSettings};
 pub use error::AwsError;

@@ -62,6 +62,32 @@ pub fn s3_endpoint(infra_id: &str) -> String {
     format!("{infra_id}-vpce-s3")
 }
 
+/// The internal NLB in the management VPC that PrivateLink exposes (at most 32
+/// characters: the infra id has at most 27).
+pub fn load_balancer(infra_id: &str) -> String {
+    format!("{infra_id}-pl")
+}
+
+/// The NLB's target group (the API server port).
+pub fn target_group(infra_id: &str) -> String {
+    format!("{infra_id}-kas")
+}
+
+/// The security group of the interface endpoint in the guest VPC.
+pub fn endpoint_security_group(infra_id: &str) -> String {
+    format!("{infra_id}-vpce-private-router")
+}
+
+/// The interface endpoint in the guest VPC.
+pub fn interface_endpoint(infra_id: &str) -> String {
+    format!("{infra_id}-vpce-private-router")
+}
+
+/// The endpoint service in the management account.
+pub fn endpoint_service(infra_id: &str) -> String {
+    format!("{infra_id}-private-router")
+}
+
 /// `<name>.<base_domain>`.
 pub fn private_zone(name: &str, base_domain: &str) -> String {
     format!("{name}.{}", base_domain.trim_end_matches('.'))

@@ -6,9 +6,9 @@ use hcpflow_engine::ActivityFailure;
 use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
-use crate::ec2::lookup::{created_id, find_or_create, unless_not_found};
 use crate::ec2::tags;
 use crate::error::from_sdk;
+use crate::lookup::{created_id, find_or_create, unless_not_found};
 use crate::scope::Scope;
 
 pub const KIND: &str = "ec2:vpc-endpoint";

@@ -6,9 +6,9 @@ use hcpflow_engine::ActivityFailure;
 use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
-use crate::ec2::lookup::{created_id, deleted, find_or_create};
 use crate::ec2::tags;
 use crate::error::from_sdk;
+use crate::lookup::{created_id, deleted, find_or_create};
 use crate::naming;
 use crate::scope::Scope;
 

@@ -8,6 +8,9 @@
 // Helpers outside #[test] functions unwrap too: a failed step is a failed test.
 #![allow(clippy::unwrap_used)]
 
+mod cluster;
 mod network;
+mod oidc_iam;
+mod route53;
 mod support;
 mod vpc;

@@ -1,4 +1,4 @@
-//! The create pattern every EC2 activity shares: find what an earlier attempt made (by
+//! The create pattern every activity shares: find what an earlier attempt made (by
 //! its idempotency tag), else create it; note the resource in the ledger either way.
 
 use std::future::Future;

@@ -1,0 +1,59 @@
+//! One operator role of the cluster (hypershift-aws.md §2.2): `<infra-id>-<suffix>`,
+//! web-identity trust on the cluster's OIDC provider, and an inline policy of the same
+//! name scoped to this cluster's zones.
+
+use hcpflow_engine::ActivityFailure;
+use serde::{Deserialize, Serialize};
+
+use crate::clients::AwsClients;
+use crate::iam::role::{ensure_role, Role};
+use crate::policies::ZoneIds;
+use crate::roles::{OperatorRole, OPERATOR_ROLES};
+use crate::scope::Scope;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateOperatorRole {
+    pub infra_id: String,
+    /// Which of the seven roles: its suffix (`control-plane-operator`, ...).
+    pub role: String,
+    pub provider_arn: String,
+    /// The issuer without `https://`.
+    pub issuer: String,
+    pub public_zone_id: String,
+    pub private_zone_id: String,
+    pub local_zone_id: String,
+}
+
+/// The operator role with this suffix.
+pub fn operator_role(suffix: &str) -> Result<&'static OperatorRole, ActivityFailure> {
+    OPERATOR_ROLES
+        .iter()
+        .find(|role| role.suffix == suffix)
+        .ok_or_else(|| {
+            ActivityFailure::permanent(
+                "UnknownRole",
+                format!("{suffix:?} is not one of the seven operator roles"),
+            )
+        })
+}
+
+/// Creates (or finds and corrects) the role and writes its inline policy.
+pub async fn create_operator_role(
+    aws: &AwsClients,
+    scope: &Scope<'_>,
+    request: &CreateOperatorRole,
+) -> Result<Role, ActivityFailure> {
+    let role = operator_role(&request.role)?;
+    let zones = ZoneIds {
+        public: request.public_zone_id.clone(),
+        private: request.private_zone_id.clone(),
+        local: request.local_zone_id.clone(),
+    };
+    let policy = role
+        .policy
+        .render(&zones)
+        .map_err(|e| ActivityFailure::permanent("InvalidPolicy", e.to_string()))?;
+    let name = role.name(&request.infra_id);
+    let trust = role.trust_policy(&request.provider_arn, &request.issuer);
+    ensure_role(aws, scope, &request.infra_id, &name, &trust, &name, &policy).await
+}

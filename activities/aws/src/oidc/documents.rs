@@ -1,0 +1,162 @@
+//! The discovery document and JWKS in the OIDC bucket, under `<infra-id>/`.
+//!
+//! The bucket is a prerequisite (public read by bucket policy, as HyperShift documents
+//! it); a missing bucket is a permanent failure that says so. The objects' bytes depend
+//! only on the request, so a repeated upload rewrites the same documents.
+
+use aws_sdk_s3::primitives::ByteStream;
+use hcpflow_engine::ActivityFailure;
+use serde::{Deserialize, Serialize};
+
+use crate::clients::AwsClients;
+use crate::error::from_sdk;
+use crate::lookup::deleted;
+use crate::oidc::signing_key::Jwk;
+use crate::oidc::{discovery_key, issuer_url, jwks_key};
+use crate::scope::Scope;
+
+pub const KIND: &str = "s3:object";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PublishOidcDocuments {
+    pub infra_id: String,
+    pub bucket: String,
+    /// The bucket's region (part of the issuer URL).
+    pub bucket_region: String,
+    pub jwk: Jwk,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OidcDocuments {
+    pub issuer_url: String,
+    pub bucket: String,
+    /// The S3 keys written: the discovery document, then the JWKS.
+    pub keys: Vec<String>,
+}
+
+/// The discovery document for `issuer`.
+pub fn discovery_document(issuer: &str) -> serde_json::Value {
+    serde_json::json!({
+        "issuer": issuer,
+        "jwks_uri": format!("{issuer}/openid/v1/jwks"),
+        "response_types_supported": ["id_token"],
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": ["RS256"],
+    })
+}
+
+/// Checks the bucket, then writes both documents.
+pub async fn publish_oidc_documents(
+    aws: &AwsClients,
+    scope: &Scope<'_>,
+    request: &PublishOidcDocuments,
+) -> Result<OidcDocuments, ActivityFailure> {
+    check_bucket(aws, &request.bucket).await?;
+    let issuer = issuer_url(&request.bucket, &request.bucket_region, &request.infra_id);
+    let jwks = serde_json::json!({ "keys": [request.jwk.to_json()] });
+    let documents = [
+        (
+            discovery_key(&request.infra_id),
+            discovery_document(&issuer),
+        ),
+        (jwks_key(&request.infra_id), jwks),
+    ];
+    for (key, document) in &documents {
+        let body = serde_json::to_vec_pretty(document)
+            .map_err(|e| ActivityFailure::permanent("Encoding", e.to_string()))?;
+        aws.s3
+            .put_object()
+            .bucket(&request.bucket)
+            .key(key)
+            .content_type("application/json")
+            .body(ByteStream::from(body))
+            .send()
+            .await
+            .map_err(from_sdk)?;
+        scope
+            .log
+            .created(scope.resource(KIND, &format!("{}/{key}", request.bucket)));
+    }
+    Ok(OidcDocuments {
+        issuer_url: issuer,
+        bucket: request.bucket.clone(),
+        keys: documents.into_iter().map(|(key, _)| key).collect(),
+    })
+}
+
+/// A permanent `OidcBucketMissing` when the bucket does not exist.
+pub async fn check_bucket(aws: &AwsClients, bucket: &str) -> Result<(), ActivityFailure> {
+    match aws.s3.head_bucket().bucket(bucket).send().await {
+        Ok(_) => Ok(()),
+        Err(error) => {
+            let error = from_sdk(error);
+            if error.is_not_found() {
+                Err(ActivityFailure::permanent(
+                    "OidcBucketMissing",
+                    format!(
+                        "the OIDC bucket {bucket:?} does not exist: create it (public read by \
+                         bucket policy) before the cluster; it is a prerequisite"
+                    ),
+                ))
+            } else {
+                Err(error.into())
+            }
+        }
+    }
+}
+
+/// Deletes both documents; documents (or a bucket) already gone are done.
+pub async fn delete_oidc_documents(
+    aws: &AwsClients,
+    scope: &Scope<'_>,
+    documents: &OidcDocuments,
+) -> Result<(), ActivityFailure> {
+    for key in &documents.keys {
+        // S3 answers a delete of a missing object with success, so ask first to keep
+        // the ledger honest.
+        let head = aws
+            .s3
+            .head_object()
+            .bucket(&documents.bucket)
+            .key(key)
+            .send()
+            .await;
+        if crate::lookup::unless_not_found(head)?.is_none() {
+            continue;
+        }
+        let result = aws
+            .s3
+            .delete_object()
+            .bucket(&documents.bucket)
+            .key(key)
+            .send()
+            .await;
+        deleted(scope, KIND, &format!("{}/{key}", documents.bucket), result)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn discovery_points_at_the_jwks_under_the_issuer() {
+        let issuer = issuer_url("hcpflow-oidc", "us-east-1", "demo-x7k2p");
+        assert_eq!(
+            issuer,
+            "https://hcpflow-oidc.s3.us-east-1.amazonaws.com/demo-x7k2p"
+        );
+        let document = discovery_document(&issuer);
+        assert_eq!(document["jwks_uri"], format!("{issuer}/openid/v1/jwks"));
+        assert_eq!(
+            document["id_token_signing_alg_values_supported"][0],
+            "RS256"
+        );
+        assert_eq!(
+            discovery_key("demo-x7k2p"),
+            "demo-x7k2p/.well-known/openid-configuration"
+        );
+        assert_eq!(jwks_key("demo-x7k2p"), "demo-x7k2p/openid/v1/jwks");
+    }
+}

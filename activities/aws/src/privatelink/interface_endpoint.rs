@@ -1,0 +1,260 @@
+//! The interface VPC endpoint in the guest VPC: one endpoint for the service, with one
+//! subnet — one network interface — in every zone (AWS allows one subnet per zone per
+//! endpoint). Created once with the subnets the zone checks chose; then each zone's
+//! interface is waited for on its own.
+
+use std::time::Duration;
+
+use aws_sdk_ec2::types::{ResourceType, VpcEndpoint, VpcEndpointType};
+use hcpflow_engine::ActivityFailure;
+use serde::{Deserialize, Serialize};
+
+use crate::clients::AwsClients;
+use crate::ec2::tags;
+use crate::error::from_sdk;
+use crate::lookup::{created_id, find_or_create, unless_not_found};
+use crate::naming;
+use crate::scope::Scope;
+
+pub const KIND: &str = "ec2:vpc-endpoint";
+
+const WAIT: Duration = Duration::from_secs(600);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateInterfaceEndpoint {
+    pub infra_id: String,
+    pub vpc_id: String,
+    pub service_name: String,
+    pub security_group_id: String,
+    /// One per zone, as the zone checks chose them.
+    pub subnet_ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterfaceEndpoint {
+    pub vpc_endpoint_id: String,
+    /// The endpoint's regional DNS name, the target of the CNAME records.
+    pub dns_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitEndpointZone {
+    pub vpc_endpoint_id: String,
+    pub zone: String,
+    pub subnet_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndpointZone {
+    pub zone: String,
+    pub network_interface_id: String,
+}
+
+fn state(endpoint: &VpcEndpoint) -> String {
+    endpoint
+        .state()
+        .map(|state| state.as_str().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+fn is_gone(endpoint: &VpcEndpoint) -> bool {
+    matches!(
+        state(endpoint).as_str(),
+        "deleted" | "deleting" | "failed" | "rejected"
+    )
+}
+
+/// Ensures the endpoint with the chosen subnets (adding any an earlier endpoint lacks).
+pub async fn create_interface_endpoint(
+    aws: &AwsClients,
+    scope: &Scope<'_>,
+    request: &CreateInterfaceEndpoint,
+) -> Result<InterfaceEndpoint, ActivityFailure> {
+    let vpc_endpoint_id = find_or_create(
+        scope,
+        KIND,
+        || async {
+            let found = aws
+                .ec2
+                .describe_vpc_endpoints()
+                .filters(tags::made_by(scope.idempotency_key))
+                .send()
+                .await
+                .map_err(from_sdk)?;
+            Ok(found
+                .vpc_endpoints()
+                .iter()
+                .filter(|endpoint| !is_gone(endpoint))
+                .find_map(|endpoint| endpoint.vpc_endpoint_id())
+                .map(str::to_owned))
+        },
+        || async {
+            let name = naming::interface_endpoint(&request.infra_id);
+            let created = aws
+                .ec2
+                .create_vpc_endpoint()
+                .vpc_endpoint_type(VpcEndpointType::Interface)
+                .vpc_id(&request.vpc_id)
+                .service_name(&request.service_name)
+                .security_group_ids(&request.security_group_id)
+                .set_subnet_ids(Some(request.subnet_ids.clone()))
+                .client_token(scope.idempotency_key)
+                .tag_specifications(tags::specification(
+                    ResourceType::VpcEndpoint,
+                    &request.infra_id,
+                    Some(&name),
+                    scope.idempotency_key,
+                ))
+                .send()
+                .await
+                .map_err(|error| from_sdk(error).into_failure(true))?;
+            created_id(
+                created.vpc_endpoint().and_then(|e| e.vpc_endpoint_id()),
+                "CreateVpcEndpoint",
+            )
+        },
+    )
+    .await?;
+    let endpoint = describe(aws, &vpc_endpoint_id).await?.ok_or_else(|| {
+        ActivityFailure::retryable(
+            "EndpointNotVisible",
+            format!("endpoint {vpc_endpoint_id} is not visible yet"),
+        )
+    })?;
+    let missing: Vec<String> = request
+        .subnet_ids
+        .iter()
+        .filter(|subnet| !endpoint.subnet_ids().contains(subnet))
+        .cloned()
+        .collect();
+    if !missing.is_empty() {
+        aws.ec2
+            .modify_vpc_endpoint()
+            .vpc_endpoint_id(&vpc_endpoint_id)
+            .set_add_subnet_ids(Some(missing))
+            .send()
+            .await
+            .map_err(|error| from_sdk(error).into_failure(true))?;
+    }
+    let dns_name = endpoint
+        .dns_entries()
+        .first()
+        .and_then(|entry| entry.dns_name())
+        .unwrap_or_default()
+        .to_owned();
+    Ok(InterfaceEndpoint {
+        vpc_endpoint_id,
+        dns_name,
+    })
+}
+
+async fn describe(aws: &AwsClients, id: &str) -> Result<Option<VpcEndpoint>, ActivityFailure> {
+    let found = unless_not_found(
+        aws.ec2
+            .describe_vpc_endpoints()
+            .vpc_endpoint_ids(id)
+            .send()
+            .await,
+    )?;
+    Ok(found.and_then(|found| found.vpc_endpoints().first().cloned()))
+}
+
+/// Waits until the endpoint is available and has an interface in the zone's subnet.
+pub async fn wait_endpoint_zone(
+    aws: &AwsClients,
+    request: &WaitEndpointZone,
+) -> Result<EndpointZone, ActivityFailure> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut pause = Duration::from_millis(500);
+    loop {
+        let endpoint = describe(aws, &request.vpc_endpoint_id).await?;
+        let Some(endpoint) = endpoint.filter(|e| !is_gone(e)) else {
+            return Err(ActivityFailure::permanent(
+                "EndpointGone",
+                format!("endpoint {} does not exist", request.vpc_endpoint_id),
+            ));
+        };
+        if state(&endpoint) == "available" && !endpoint.network_interface_ids().is_empty() {
+            let interfaces = aws
+                .ec2
+                .describe_network_interfaces()
+                .set_network_interface_ids(Some(endpoint.network_interface_ids().to_vec()))
+                .send()
+                .await
+                .map_err(|error| from_sdk(error).into_failure(true))?;
+            let ready = interfaces.network_interfaces().iter().find(|eni| {
+                eni.subnet_id() == Some(request.subnet_id.as_str())
+                    && eni
+                        .status()
+                        .is_some_and(|s| matches!(s.as_str(), "in-use" | "available"))
+            });
+            if let Some(id) = ready.and_then(|eni| eni.network_interface_id()) {
+                return Ok(EndpointZone {
+                    zone: request.zone.clone(),
+                    network_interface_id: id.to_owned(),
+                });
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(ActivityFailure::retryable(
+                "EndpointZoneNotReady",
+                format!(
+                    "endpoint {} has no ready interface in {} ({}) after {WAIT:?} (state {})",
+                    request.vpc_endpoint_id,
+                    request.zone,
+                    request.subnet_id,
+                    state(&endpoint)
+                ),
+            ));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(15));
+    }
+}
+
+/// Deletes the endpoint and waits until it is gone (its interfaces hold the subnets and
+/// the security group until then); an endpoint already gone is done.
+pub async fn delete_interface_endpoint(
+    aws: &AwsClients,
+    scope: &Scope<'_>,
+    endpoint: &InterfaceEndpoint,
+) -> Result<(), ActivityFailure> {
+    let id = endpoint.vpc_endpoint_id.as_str();
+    if describe(aws, id).await?.is_some_and(|e| !is_gone(&e)) {
+        let answer = aws
+            .ec2
+            .delete_vpc_endpoints()
+            .vpc_endpoint_ids(id)
+            .send()
+            .await
+            .map_err(from_sdk)?;
+        if let Some(error) = answer.unsuccessful().first().and_then(|item| item.error()) {
+            let error = crate::AwsError::new(
+                error.code().unwrap_or("Unknown"),
+                error.message().unwrap_or_default(),
+                None,
+            );
+            if !error.is_not_found() {
+                return Err(error.into_failure(false));
+            }
+        } else {
+            scope.log.deleted(scope.resource(KIND, id));
+        }
+    }
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut pause = Duration::from_millis(500);
+    while describe(aws, id)
+        .await?
+        .is_some_and(|e| state(&e) != "deleted")
+    {
+        if tokio::time::Instant::now() >= deadline {
+            return Err(ActivityFailure::retryable(
+                "EndpointNotDeleted",
+                format!("endpoint {id} is still deleting after {WAIT:?}"),
+            ));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(15));
+    }
+    Ok(())
+}
