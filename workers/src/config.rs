@@ -49,6 +49,9 @@ pub struct Config {
     pub activity_concurrency: usize,
     /// Activity task queues this process serves.
     pub task_queues: Vec<String>,
+    /// AWS region and endpoint override; credentials come from the standard AWS chain
+    /// (environment, profile, instance role).
+    pub aws: hcpflow_aws::AwsSettings,
 }
 
 /// The config file: every key optional, unknown keys rejected.
@@ -69,6 +72,8 @@ pub struct ConfigFile {
     pub workflow_concurrency: Option<usize>,
     pub activity_concurrency: Option<usize>,
     pub task_queues: Option<Vec<String>>,
+    pub aws_region: Option<String>,
+    pub aws_endpoint: Option<String>,
 }
 
 impl ConfigFile {
@@ -119,11 +124,18 @@ pub struct ConfigArgs {
     /// Activity task queues to serve, comma-separated.
     #[arg(long, env = "HCPFLOW_TASK_QUEUES", value_delimiter = ',')]
     pub task_queues: Option<Vec<String>>,
+    /// The AWS region of the hosted clusters' resources.
+    #[arg(long, env = "AWS_REGION")]
+    pub aws_region: Option<String>,
+    /// One endpoint for every AWS service (moto, or a proxy); unset for real AWS.
+    #[arg(long, env = "HCPFLOW_AWS_ENDPOINT")]
+    pub aws_endpoint: Option<String>,
 }
 
 pub const DEFAULT_PREFIX: &str = "hcpflow";
 pub const DEFAULT_NATS_URL: &str = "nats://127.0.0.1:4222";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+pub const DEFAULT_AWS_REGION: &str = "us-east-1";
 
 impl ConfigArgs {
     /// Defaults ← file ← environment ← flags (clap already put env under flags).
@@ -176,6 +188,15 @@ impl ConfigArgs {
                 .unwrap_or(64)
                 .max(1),
             task_queues,
+            aws: hcpflow_aws::AwsSettings {
+                region: self
+                    .aws_region
+                    .clone()
+                    .or(file.aws_region)
+                    .unwrap_or_else(|| DEFAULT_AWS_REGION.to_owned()),
+                endpoint: self.aws_endpoint.clone().or(file.aws_endpoint),
+                static_credentials: None,
+            },
         })
     }
 
@@ -245,6 +266,8 @@ mod tests {
             workflow_concurrency: None,
             activity_concurrency: None,
             task_queues: None,
+            aws_region: None,
+            aws_endpoint: None,
         }
     }
 

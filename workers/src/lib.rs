@@ -13,6 +13,7 @@
 pub mod activities;
 pub mod activity_worker;
 pub mod api;
+pub mod aws_activities;
 pub mod bench;
 pub mod builtin;
 pub mod catalog;

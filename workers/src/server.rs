@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use async_nats::jetstream;
+use hcpflow_aws::{AwsActivities, AwsClients};
 use hcpflow_engine::Keyring;
 use hcpflow_eventstore::EventStore;
 use tokio::sync::{watch, Semaphore};
@@ -17,6 +18,7 @@ use tokio::task::JoinSet;
 use crate::activities::ActivityRegistry;
 use crate::activity_worker::ActivityWorker;
 use crate::api::Api;
+use crate::aws_activities;
 use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::eager::EagerDispatch;
@@ -85,12 +87,16 @@ impl fmt::Display for Role {
     }
 }
 
-/// The workflow types and activities this binary serves.
-pub fn catalog() -> anyhow::Result<(Catalog, ActivityRegistry)> {
+/// The workflow types and activities this binary serves; the AWS activities when
+/// `aws` is given.
+pub fn catalog(aws: Option<Arc<AwsActivities>>) -> anyhow::Result<(Catalog, ActivityRegistry)> {
     let mut catalog = Catalog::new();
     builtin::register_workflows(&mut catalog)?;
     let mut activities = ActivityRegistry::new();
     builtin::register_activities(&mut activities);
+    if let Some(aws) = aws {
+        aws_activities::register(&mut activities, aws);
+    }
     Ok((catalog, activities))
 }
 
@@ -121,7 +127,22 @@ pub async fn run(
     .await?;
 
     let metrics = Arc::new(Metrics::default());
-    let (catalog, activities) = catalog()?;
+    let keyring = match &config.seal_key {
+        Some(key) => Some(Arc::new(
+            Keyring::parse(key.expose()).context("HCPFLOW_SEAL_KEY")?,
+        )),
+        None => None,
+    };
+    // AWS clients only where activities run; loading them reads no credentials yet.
+    let aws = if roles.contains(&Role::Activity) {
+        Some(Arc::new(AwsActivities {
+            clients: AwsClients::connect(&config.aws).await,
+            keyring: keyring.clone(),
+        }))
+    } else {
+        None
+    };
+    let (catalog, activities) = catalog(aws)?;
     let catalog = catalog.shared();
     // Steps run workflow code in-line only where this process has the workflow role.
     let runs_workflows = roles.contains(&Role::Workflow);
@@ -132,12 +153,6 @@ pub async fn run(
         metrics.clone(),
         runs_workflows.then(|| catalog.clone()),
     ));
-    let keyring = match &config.seal_key {
-        Some(key) => Some(Arc::new(
-            Keyring::parse(key.expose()).context("HCPFLOW_SEAL_KEY")?,
-        )),
-        None => None,
-    };
     let intake = Arc::new(Intake {
         journal: journal.clone(),
         catalog: catalog.clone(),

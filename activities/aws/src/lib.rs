@@ -17,6 +17,7 @@
 //! delete of something already gone is done.
 
 pub mod clients;
+pub mod dispatch;
 pub mod ec2;
 pub mod error;
 pub mod iam;
@@ -32,5 +33,6 @@ pub mod scope;
 pub mod sweep;
 
 pub use clients::{AwsClients, AwsSettings};
+pub use dispatch::AwsActivities;
 pub use error::AwsError;
 pub use scope::{MemoryLog, ResourceLog, Scope};

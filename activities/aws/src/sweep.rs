@@ -14,7 +14,6 @@
 
 use aws_sdk_ec2::types::Filter;
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::error::from_sdk;
@@ -22,26 +21,7 @@ use crate::lookup::unless_not_found;
 use crate::naming;
 use crate::roles::OPERATOR_ROLES;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FindLeftovers {
-    pub infra_id: String,
-    /// The OIDC bucket, to search `<infra-id>/` in; `None` skips S3.
-    pub oidc_bucket: Option<String>,
-}
-
-/// One object still there.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Leftover {
-    /// The ledger kind (`ec2:vpc`, `iam:role`, ...).
-    pub kind: String,
-    pub id: String,
-}
-
-impl std::fmt::Display for Leftover {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.kind, self.id)
-    }
-}
+pub use hcpflow_hypershift::aws::sweep::{FindLeftovers, Leftover};
 
 /// Everything of the infra id that AWS still holds, sorted by kind and id.
 pub async fn find_leftovers(

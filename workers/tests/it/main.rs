@@ -6,6 +6,7 @@
 
 mod api;
 mod auth;
+mod aws_registry;
 mod crash;
 mod submit;
 mod support;

@@ -2,5 +2,10 @@
 //! `destroy_hosted_cluster`, one module each, with the typed activity requests and
 //! responses they call.
 //!
-//! Status: empty. The workflows arrive with the "HyperShift workflows end to end" issue,
-//! once the engine can run them; nothing here works yet.
+//! Where to start reading: [`aws`], the AWS activities' requests, results and type
+//! names (implemented in `hcpflow-aws`).
+//!
+//! Status: the activity contracts only. The workflows arrive with the "HyperShift
+//! workflows end to end" issue.
+
+pub mod aws;

@@ -3,7 +3,6 @@
 
 use aws_sdk_ec2::types::{NewDhcpConfiguration, ResourceType};
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::ec2::tags;
@@ -11,18 +10,9 @@ use crate::error::from_sdk;
 use crate::lookup::{created_id, deleted, find_or_create};
 use crate::scope::Scope;
 
+pub use hcpflow_hypershift::aws::network::{CreateDhcpOptions, DhcpOptions};
+
 pub const KIND: &str = "ec2:dhcp-options";
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateDhcpOptions {
-    pub infra_id: String,
-    pub vpc_id: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DhcpOptions {
-    pub dhcp_options_id: String,
-}
 
 /// `ec2.internal` in us-east-1, `<region>.compute.internal` elsewhere.
 pub fn domain_name(region: &str) -> String {

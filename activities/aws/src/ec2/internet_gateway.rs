@@ -2,7 +2,6 @@
 
 use aws_sdk_ec2::types::ResourceType;
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::ec2::tags;
@@ -11,19 +10,9 @@ use crate::lookup::{created_id, deleted, find_or_create};
 use crate::naming;
 use crate::scope::Scope;
 
+pub use hcpflow_hypershift::aws::network::{CreateInternetGateway, InternetGateway};
+
 pub const KIND: &str = "ec2:internet-gateway";
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateInternetGateway {
-    pub infra_id: String,
-    pub vpc_id: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InternetGateway {
-    pub internet_gateway_id: String,
-    pub vpc_id: String,
-}
 
 /// Creates the gateway (or finds an earlier attempt's) and attaches it to the VPC unless
 /// it already is.

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use aws_sdk_ec2::types::{DomainType, NatGateway as AwsNatGateway, NatGatewayState, ResourceType};
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::ec2::tags;
@@ -19,26 +18,14 @@ use crate::lookup::{created_id, deleted, find_or_create, unless_not_found};
 use crate::naming;
 use crate::scope::Scope;
 
+pub use hcpflow_hypershift::aws::network::{CreateNatGateway, NatGateway};
+
 pub const NAT_KIND: &str = "ec2:nat-gateway";
 pub const EIP_KIND: &str = "ec2:elastic-ip";
 
 /// How long a create waits for `available`, and a delete for `deleted`, before the
 /// attempt fails retryably (the next attempt finds the NAT and waits on).
 const WAIT: Duration = Duration::from_secs(300);
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateNatGateway {
-    pub infra_id: String,
-    pub zone: String,
-    /// The zone's public subnet.
-    pub subnet_id: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NatGateway {
-    pub nat_gateway_id: String,
-    pub allocation_id: String,
-}
 
 fn is_gone(nat: &AwsNatGateway) -> bool {
     matches!(

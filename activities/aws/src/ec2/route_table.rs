@@ -4,7 +4,6 @@
 
 use aws_sdk_ec2::types::{ResourceType, RouteTable as AwsRouteTable};
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::ec2::tags;
@@ -12,31 +11,10 @@ use crate::error::from_sdk;
 use crate::lookup::{created_id, deleted, find_or_create, unless_not_found};
 use crate::scope::Scope;
 
+pub use hcpflow_hypershift::aws::network::{CreateRouteTable, DefaultRoute, RouteTable};
+
 pub const KIND: &str = "ec2:route-table";
 const DEFAULT_ROUTE: &str = "0.0.0.0/0";
-
-/// Where the table's default route goes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DefaultRoute {
-    NatGateway(String),
-    InternetGateway(String),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateRouteTable {
-    pub infra_id: String,
-    pub vpc_id: String,
-    /// `<infra-id>-private-<zone>` or `<infra-id>-public` (see `naming`).
-    pub name: String,
-    pub default_route: DefaultRoute,
-    pub subnet_ids: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RouteTable {
-    pub route_table_id: String,
-}
 
 async fn describe(
     aws: &AwsClients,

@@ -3,7 +3,6 @@
 
 use aws_sdk_ec2::types::{ResourceType, VpcEndpointType};
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::ec2::tags;
@@ -11,19 +10,9 @@ use crate::error::from_sdk;
 use crate::lookup::{created_id, find_or_create, unless_not_found};
 use crate::scope::Scope;
 
+pub use hcpflow_hypershift::aws::network::{CreateS3Endpoint, S3Endpoint};
+
 pub const KIND: &str = "ec2:vpc-endpoint";
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateS3Endpoint {
-    pub infra_id: String,
-    pub vpc_id: String,
-    pub route_table_ids: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct S3Endpoint {
-    pub vpc_endpoint_id: String,
-}
 
 pub fn service_name(region: &str) -> String {
     format!("com.amazonaws.{region}.s3")

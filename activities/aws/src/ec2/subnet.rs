@@ -3,7 +3,6 @@
 
 use aws_sdk_ec2::types::ResourceType;
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::ec2::tags;
@@ -12,29 +11,9 @@ use crate::lookup::{created_id, deleted, find_or_create};
 use crate::naming;
 use crate::scope::Scope;
 
+pub use hcpflow_hypershift::aws::network::{CreateSubnet, Exposure, Subnet};
+
 pub const KIND: &str = "ec2:subnet";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Exposure {
-    Private,
-    Public,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateSubnet {
-    pub infra_id: String,
-    pub vpc_id: String,
-    pub zone: String,
-    pub cidr_block: String,
-    pub exposure: Exposure,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Subnet {
-    pub subnet_id: String,
-    pub zone: String,
-}
 
 /// Creates the subnet (or finds an earlier attempt's), then checks that EC2 shows it:
 /// a subnet not visible yet fails retryably, so the next attempt looks again.

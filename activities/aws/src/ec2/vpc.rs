@@ -2,7 +2,6 @@
 
 use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::ec2::tags;
@@ -11,19 +10,9 @@ use crate::lookup::{created_id, deleted, find_or_create};
 use crate::naming;
 use crate::scope::Scope;
 
+pub use hcpflow_hypershift::aws::network::{CreateVpc, Vpc};
+
 pub const KIND: &str = "ec2:vpc";
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateVpc {
-    pub infra_id: String,
-    /// A /16, checked by the workflow's validation.
-    pub cidr_block: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Vpc {
-    pub vpc_id: String,
-}
 
 /// Creates the VPC, or finds the one an earlier attempt created, and turns on DNS
 /// support and hostnames (both idempotent).

@@ -4,12 +4,13 @@
 //! finds `<I>-2`, and deletes and re-creates; we adopt ours and never touch another's.
 
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::error::from_sdk;
 use crate::lookup::{deleted, find_or_create};
 use crate::scope::Scope;
+
+pub use hcpflow_hypershift::aws::iam::{CreateOidcProvider, OidcProvider};
 
 pub const KIND: &str = "iam:oidc-provider";
 
@@ -19,20 +20,6 @@ pub const CLIENT_IDS: [&str; 2] = ["openshift", "sts.amazonaws.com"];
 /// The root CA thumbprint of S3's certificates. AWS ignores it for S3-hosted issuers
 /// but refuses a create without one.
 pub const THUMBPRINT: &str = "A9D53002E97E00E043244F3D170D6F4C414104FD";
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateOidcProvider {
-    pub infra_id: String,
-    /// `https://<bucket>.s3.<region>.amazonaws.com/<infra-id>`.
-    pub issuer_url: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OidcProvider {
-    pub arn: String,
-    /// The issuer without `https://`: the prefix of the trust policies' condition keys.
-    pub issuer: String,
-}
 
 /// The issuer URL without its scheme, as IAM names the provider.
 pub fn issuer_host_path(issuer_url: &str) -> &str {

@@ -3,7 +3,6 @@
 //! name scoped to this cluster's zones.
 
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::iam::role::{ensure_role, Role};
@@ -11,18 +10,7 @@ use crate::policies::ZoneIds;
 use crate::roles::{OperatorRole, OPERATOR_ROLES};
 use crate::scope::Scope;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateOperatorRole {
-    pub infra_id: String,
-    /// Which of the seven roles: its suffix (`control-plane-operator`, ...).
-    pub role: String,
-    pub provider_arn: String,
-    /// The issuer without `https://`.
-    pub issuer: String,
-    pub public_zone_id: String,
-    pub private_zone_id: String,
-    pub local_zone_id: String,
-}
+pub use hcpflow_hypershift::aws::iam::CreateOperatorRole;
 
 /// The operator role with this suffix.
 pub fn operator_role(suffix: &str) -> Result<&'static OperatorRole, ActivityFailure> {

@@ -2,7 +2,6 @@
 //! everything attached to a role off it first.
 
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::clients::AwsClients;
@@ -11,13 +10,9 @@ use crate::iam::policy_document;
 use crate::lookup::{deleted, unless_not_found};
 use crate::scope::Scope;
 
-pub const KIND: &str = "iam:role";
+pub use hcpflow_hypershift::aws::iam::Role;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Role {
-    pub name: String,
-    pub arn: String,
-}
+pub const KIND: &str = "iam:role";
 
 /// Creates the role, or finds it, and makes its trust policy `trust` (updating one that
 /// differs: a changed issuer must not leave a stale trust, as the `hypershift` CLI

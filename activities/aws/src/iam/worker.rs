@@ -2,29 +2,18 @@
 //! `<infra-id>-worker-role`, `<infra-id>-worker-policy`, `<infra-id>-worker`.
 
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::clients::AwsClients;
 use crate::error::from_sdk;
-use crate::iam::role::{delete_role, ensure_role, Role};
+use crate::iam::role::{delete_role, ensure_role};
 use crate::lookup::{deleted, unless_not_found};
 use crate::policies::{Policy, ZoneIds};
 use crate::scope::Scope;
 
+pub use hcpflow_hypershift::aws::iam::{CreateWorkerProfile, WorkerProfile};
+
 pub const PROFILE_KIND: &str = "iam:instance-profile";
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateWorkerProfile {
-    pub infra_id: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WorkerProfile {
-    pub role: Role,
-    pub instance_profile_name: String,
-    pub instance_profile_arn: String,
-}
 
 pub fn role_name(infra_id: &str) -> String {
     format!("{infra_id}-worker-role")

@@ -6,33 +6,16 @@
 
 use aws_sdk_s3::primitives::ByteStream;
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::error::from_sdk;
 use crate::lookup::deleted;
-use crate::oidc::signing_key::Jwk;
 use crate::oidc::{discovery_key, issuer_url, jwks_key};
 use crate::scope::Scope;
 
+pub use hcpflow_hypershift::aws::oidc::{OidcDocuments, PublishOidcDocuments};
+
 pub const KIND: &str = "s3:object";
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PublishOidcDocuments {
-    pub infra_id: String,
-    pub bucket: String,
-    /// The bucket's region (part of the issuer URL).
-    pub bucket_region: String,
-    pub jwk: Jwk,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OidcDocuments {
-    pub issuer_url: String,
-    pub bucket: String,
-    /// The S3 keys written: the discovery document, then the JWKS.
-    pub keys: Vec<String>,
-}
 
 /// The discovery document for `issuer`.
 pub fn discovery_document(issuer: &str) -> serde_json::Value {

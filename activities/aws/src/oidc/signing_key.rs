@@ -7,40 +7,10 @@ use aws_lc_rs::rsa::{KeyPair, KeySize};
 use aws_lc_rs::signature::KeyPair as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
-use hcpflow_engine::{ActivityFailure, Keyring, Sealed};
-use serde::{Deserialize, Serialize};
+use hcpflow_engine::{ActivityFailure, Keyring};
 use sha2::{Digest, Sha256};
 
-/// The signing key of a cluster's service-account tokens.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SigningKey {
-    /// The private key, PKCS#8 PEM, sealed.
-    pub private_key: Sealed<String>,
-    /// The public key, SubjectPublicKeyInfo PEM.
-    pub public_key_pem: String,
-    pub jwk: Jwk,
-}
-
-/// The public key as a JSON Web Key (RFC 7517), as the JWKS document lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Jwk {
-    /// base64url (no padding) of SHA-256 over the SubjectPublicKeyInfo DER: the `kid`
-    /// Kubernetes puts in the tokens it signs with this key.
-    pub kid: String,
-    /// Modulus and exponent, base64url big-endian without padding.
-    pub n: String,
-    pub e: String,
-}
-
-impl Jwk {
-    /// The JWKS entry.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "use": "sig", "kty": "RSA", "kid": self.kid, "alg": "RS256",
-            "n": self.n, "e": self.e,
-        })
-    }
-}
+pub use hcpflow_hypershift::aws::oidc::{Jwk, SigningKey};
 
 /// Generates a fresh key and seals its private half with the active seal key.
 pub fn generate_signing_key(keyring: &Keyring) -> Result<SigningKey, ActivityFailure> {

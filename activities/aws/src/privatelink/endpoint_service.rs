@@ -7,7 +7,6 @@
 
 use aws_sdk_ec2::types::ResourceType;
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::ec2::tags;
@@ -17,21 +16,9 @@ use crate::naming;
 use crate::privatelink::without_iam_path;
 use crate::scope::Scope;
 
+pub use hcpflow_hypershift::aws::privatelink::{CreateEndpointService, EndpointService};
+
 pub const KIND: &str = "ec2:vpc-endpoint-service";
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateEndpointService {
-    pub infra_id: String,
-    pub load_balancer_arn: String,
-    /// The control-plane-operator role's ARN.
-    pub allowed_principal: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EndpointService {
-    pub service_id: String,
-    pub service_name: String,
-}
 
 fn is_gone(state: Option<&aws_sdk_ec2::types::ServiceState>) -> bool {
     state.is_some_and(|state| {

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use aws_sdk_ec2::types::{ResourceType, VpcEndpoint, VpcEndpointType};
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::ec2::tags;
@@ -16,39 +15,13 @@ use crate::lookup::{created_id, find_or_create, unless_not_found};
 use crate::naming;
 use crate::scope::Scope;
 
+pub use hcpflow_hypershift::aws::privatelink::{
+    CreateInterfaceEndpoint, EndpointZone, InterfaceEndpoint, WaitEndpointZone,
+};
+
 pub const KIND: &str = "ec2:vpc-endpoint";
 
 const WAIT: Duration = Duration::from_secs(600);
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateInterfaceEndpoint {
-    pub infra_id: String,
-    pub vpc_id: String,
-    pub service_name: String,
-    pub security_group_id: String,
-    /// One per zone, as the zone checks chose them.
-    pub subnet_ids: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InterfaceEndpoint {
-    pub vpc_endpoint_id: String,
-    /// The endpoint's regional DNS name, the target of the CNAME records.
-    pub dns_name: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WaitEndpointZone {
-    pub vpc_endpoint_id: String,
-    pub zone: String,
-    pub subnet_id: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EndpointZone {
-    pub zone: String,
-    pub network_interface_id: String,
-}
 
 fn state(endpoint: &VpcEndpoint) -> String {
     endpoint

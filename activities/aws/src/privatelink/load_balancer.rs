@@ -13,7 +13,6 @@ use aws_sdk_elasticloadbalancingv2::types::{
     ProtocolEnum, Tag, TargetTypeEnum,
 };
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::error::from_sdk;
@@ -22,27 +21,13 @@ use crate::naming;
 use crate::privatelink::API_SERVER_PORT;
 use crate::scope::Scope;
 
+pub use hcpflow_hypershift::aws::privatelink::{CreateLoadBalancer, LoadBalancer};
+
 pub const LOAD_BALANCER_KIND: &str = "elbv2:load-balancer";
 pub const TARGET_GROUP_KIND: &str = "elbv2:target-group";
 pub const LISTENER_KIND: &str = "elbv2:listener";
 
 const WAIT: Duration = Duration::from_secs(300);
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateLoadBalancer {
-    pub infra_id: String,
-    /// The management VPC and its subnets (prerequisites).
-    pub vpc_id: String,
-    pub subnet_ids: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LoadBalancer {
-    pub load_balancer_arn: String,
-    pub dns_name: String,
-    pub target_group_arn: String,
-    pub listener_arn: String,
-}
 
 fn tags(infra_id: &str, name: &str, idempotency_key: &str) -> Vec<Tag> {
     naming::tags(infra_id, Some(name), idempotency_key)

@@ -3,7 +3,6 @@
 
 use aws_sdk_ec2::types::{Filter, IpPermission, IpRange, ResourceType};
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::ec2::tags;
@@ -13,20 +12,9 @@ use crate::naming;
 use crate::privatelink::API_SERVER_PORT;
 use crate::scope::Scope;
 
+pub use hcpflow_hypershift::aws::privatelink::{CreateEndpointSecurityGroup, SecurityGroup};
+
 pub const KIND: &str = "ec2:security-group";
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateEndpointSecurityGroup {
-    pub infra_id: String,
-    pub vpc_id: String,
-    /// The machine network (the VPC CIDR) allowed in.
-    pub machine_cidr: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SecurityGroup {
-    pub group_id: String,
-}
 
 /// Ensures the group and its two ingress rules (a rule already there is fine).
 pub async fn create_endpoint_security_group(

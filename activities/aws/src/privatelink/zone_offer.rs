@@ -6,27 +6,11 @@
 
 use aws_sdk_ec2::types::Filter;
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::error::from_sdk;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CheckZoneOffer {
-    pub service_name: String,
-    /// The zone, by this account's name (`us-east-1a`).
-    pub zone: String,
-    /// The guest VPC's candidate subnets (the private ones); the one in this zone is
-    /// chosen.
-    pub subnet_ids: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ZoneOffer {
-    pub zone: String,
-    pub zone_id: String,
-    pub subnet_id: String,
-}
+pub use hcpflow_hypershift::aws::privatelink::{CheckZoneOffer, ZoneOffer};
 
 /// The zone's id and subnet, or a permanent failure naming what is missing.
 pub async fn check_zone_offer(

@@ -2,21 +2,12 @@
 //! step 11).
 
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::error::from_sdk;
 use crate::route53::{bare_zone_id, same_name};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FindPublicZone {
-    pub base_domain: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PublicZone {
-    pub zone_id: String,
-}
+pub use hcpflow_hypershift::aws::dns::{FindPublicZone, PublicZone};
 
 /// The public zone named `base_domain`; a permanent `PublicZoneNotFound` when there is
 /// none, and `PublicZoneAmbiguous` when there are several.

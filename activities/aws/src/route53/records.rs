@@ -5,7 +5,6 @@ use aws_sdk_route53::types::{
     Change, ChangeAction, ChangeBatch, ResourceRecord, ResourceRecordSet, RrType,
 };
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::error::from_sdk;
@@ -13,25 +12,12 @@ use crate::lookup::unless_not_found;
 use crate::route53::same_name;
 use crate::scope::Scope;
 
+pub use hcpflow_hypershift::aws::dns::Cname;
+
 pub const KIND: &str = "route53:record";
 
 /// The TTL HyperShift gives its PrivateLink records.
 const TTL_SECONDS: i64 = 300;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Cname {
-    pub zone_id: String,
-    /// The record's name, without the trailing dot (`*.apps.demo.hypershift.local`).
-    pub name: String,
-    pub target: String,
-}
-
-impl Cname {
-    /// How the ledger names the record.
-    pub fn ledger_id(&self) -> String {
-        format!("{}/{}/CNAME", self.zone_id, self.name)
-    }
-}
 
 /// Creates or updates the record (UPSERT is idempotent by nature).
 pub async fn upsert_cname(

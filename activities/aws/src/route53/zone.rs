@@ -11,7 +11,6 @@ use aws_sdk_route53::types::{
     VpcRegion,
 };
 use hcpflow_engine::ActivityFailure;
-use serde::{Deserialize, Serialize};
 
 use crate::clients::AwsClients;
 use crate::error::from_sdk;
@@ -20,23 +19,9 @@ use crate::naming;
 use crate::route53::{bare_zone_id, same_name};
 use crate::scope::Scope;
 
+pub use hcpflow_hypershift::aws::dns::{CreatePrivateZone, HostedZone};
+
 pub const KIND: &str = "route53:hosted-zone";
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreatePrivateZone {
-    pub infra_id: String,
-    /// The zone's DNS name, without the trailing dot.
-    pub name: String,
-    /// The VPC the zone answers in.
-    pub vpc_id: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostedZone {
-    /// The bare id (`Z0...`), as IAM policies and later calls need it.
-    pub zone_id: String,
-    pub name: String,
-}
 
 /// Creates the private zone, or finds the one an earlier attempt created, and tags it.
 ///

@@ -1,0 +1,136 @@
+//! Every AWS activity by its type name: what a worker registers, and the one place that
+//! maps a name (`aws.create_vpc`) to its implementation.
+
+use std::sync::Arc;
+
+use hcpflow_engine::{Activity, ActivityFailure, Keyring};
+use hcpflow_hypershift::aws::dns::*;
+use hcpflow_hypershift::aws::iam::*;
+use hcpflow_hypershift::aws::network::*;
+use hcpflow_hypershift::aws::oidc::*;
+use hcpflow_hypershift::aws::privatelink::*;
+use hcpflow_hypershift::aws::sweep::*;
+use hcpflow_hypershift::aws::Delete;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::clients::AwsClients;
+use crate::scope::Scope;
+use crate::{ec2, iam, oidc, privatelink, route53, sweep};
+
+/// The AWS activities of one process: its clients, and the seal keys the signing-key
+/// activity seals with.
+#[derive(Debug, Clone)]
+pub struct AwsActivities {
+    pub clients: AwsClients,
+    pub keyring: Option<Arc<Keyring>>,
+}
+
+fn decode<T: DeserializeOwned>(activity_type: &str, input: Value) -> Result<T, ActivityFailure> {
+    serde_json::from_value(input).map_err(|e| {
+        ActivityFailure::permanent(
+            "InvalidInput",
+            format!("input of {activity_type} does not match its request: {e}"),
+        )
+    })
+}
+
+fn encode<T: Serialize>(output: T) -> Result<Value, ActivityFailure> {
+    serde_json::to_value(output).map_err(|e| ActivityFailure::permanent("Encoding", e.to_string()))
+}
+
+/// `activities! { Request => |this, scope, request| future; ... }` (`this`: the
+/// [`AwsActivities`]): the list of type
+/// names and the dispatch over them, from one table.
+macro_rules! activities {
+    ($( $request:ty => |$aws:ident, $scope:ident, $req:ident| $call:expr; )*) => {
+        /// Every AWS activity type this crate implements.
+        pub const TYPES: &[&str] = &[$(<$request as Activity>::TYPE),*];
+
+        impl AwsActivities {
+            /// Runs the activity `activity_type` on `input`.
+            pub async fn run(&self, activity_type: &str, scope: &Scope<'_>, input: Value) -> Result<Value, ActivityFailure> {
+                $(
+                    if activity_type == <$request as Activity>::TYPE {
+                        let $req: $request = decode(activity_type, input)?;
+                        let $aws = self;
+                        let $scope = scope;
+                        return encode($call.await?);
+                    }
+                )*
+                Err(ActivityFailure::permanent(
+                    "UnknownActivity",
+                    format!("{activity_type} is not an AWS activity"),
+                ))
+            }
+        }
+    };
+}
+
+activities! {
+    CreateVpc => |aws, scope, r| ec2::vpc::create_vpc(&aws.clients, scope, &r);
+    Delete<Vpc> => |aws, scope, r| ec2::vpc::delete_vpc(&aws.clients, scope, &r.0);
+    CreateDhcpOptions => |aws, scope, r| ec2::dhcp::create_dhcp_options(&aws.clients, scope, &r);
+    Delete<DhcpOptions> => |aws, scope, r| ec2::dhcp::delete_dhcp_options(&aws.clients, scope, &r.0);
+    CreateInternetGateway => |aws, scope, r| ec2::internet_gateway::create_internet_gateway(&aws.clients, scope, &r);
+    Delete<InternetGateway> => |aws, scope, r| ec2::internet_gateway::delete_internet_gateway(&aws.clients, scope, &r.0);
+    CreateSubnet => |aws, scope, r| ec2::subnet::create_subnet(&aws.clients, scope, &r);
+    Delete<Subnet> => |aws, scope, r| ec2::subnet::delete_subnet(&aws.clients, scope, &r.0);
+    CreateNatGateway => |aws, scope, r| ec2::nat_gateway::create_nat_gateway(&aws.clients, scope, &r);
+    Delete<NatGateway> => |aws, scope, r| ec2::nat_gateway::delete_nat_gateway(&aws.clients, scope, &r.0);
+    CreateRouteTable => |aws, scope, r| ec2::route_table::create_route_table(&aws.clients, scope, &r);
+    Delete<RouteTable> => |aws, scope, r| ec2::route_table::delete_route_table(&aws.clients, scope, &r.0);
+    CreateS3Endpoint => |aws, scope, r| ec2::s3_endpoint::create_s3_endpoint(&aws.clients, scope, &r);
+    Delete<S3Endpoint> => |aws, scope, r| ec2::s3_endpoint::delete_s3_endpoint(&aws.clients, scope, &r.0);
+    FindPublicZone => |aws, _scope, r| route53::public_zone::find_public_zone(&aws.clients, &r);
+    CreatePrivateZone => |aws, scope, r| route53::zone::create_private_zone(&aws.clients, scope, &r);
+    Delete<HostedZone> => |aws, scope, r| route53::zone::delete_zone(&aws.clients, scope, &r.0);
+    Cname => |aws, scope, r| route53::records::upsert_cname(&aws.clients, scope, &r);
+    Delete<Cname> => |aws, scope, r| route53::records::delete_cname(&aws.clients, scope, &r.0);
+    GenerateSigningKey => |this, _scope, _r| std::future::ready(this.generate_signing_key());
+    PublishOidcDocuments => |aws, scope, r| oidc::documents::publish_oidc_documents(&aws.clients, scope, &r);
+    Delete<OidcDocuments> => |aws, scope, r| oidc::documents::delete_oidc_documents(&aws.clients, scope, &r.0);
+    CreateOidcProvider => |aws, scope, r| iam::oidc_provider::create_oidc_provider(&aws.clients, scope, &r);
+    Delete<OidcProvider> => |aws, scope, r| iam::oidc_provider::delete_oidc_provider(&aws.clients, scope, &r.0);
+    CreateOperatorRole => |aws, scope, r| iam::operator_role::create_operator_role(&aws.clients, scope, &r);
+    Delete<Role> => |aws, scope, r| iam::role::delete_role(&aws.clients, scope, &r.0);
+    CreateWorkerProfile => |aws, scope, r| iam::worker::create_worker_profile(&aws.clients, scope, &r);
+    Delete<WorkerProfile> => |aws, scope, r| iam::worker::delete_worker_profile(&aws.clients, scope, &r.0);
+    CreateLoadBalancer => |aws, scope, r| privatelink::load_balancer::create_load_balancer(&aws.clients, scope, &r);
+    Delete<LoadBalancer> => |aws, scope, r| privatelink::load_balancer::delete_load_balancer(&aws.clients, scope, &r.0);
+    CreateEndpointService => |aws, scope, r| privatelink::endpoint_service::create_endpoint_service(&aws.clients, scope, &r);
+    Delete<EndpointService> => |aws, scope, r| privatelink::endpoint_service::delete_endpoint_service(&aws.clients, scope, &r.0);
+    CreateEndpointSecurityGroup => |aws, scope, r| privatelink::security_group::create_endpoint_security_group(&aws.clients, scope, &r);
+    Delete<SecurityGroup> => |aws, scope, r| privatelink::security_group::delete_security_group(&aws.clients, scope, &r.0);
+    CheckZoneOffer => |aws, _scope, r| privatelink::zone_offer::check_zone_offer(&aws.clients, &r);
+    CreateInterfaceEndpoint => |aws, scope, r| privatelink::interface_endpoint::create_interface_endpoint(&aws.clients, scope, &r);
+    Delete<InterfaceEndpoint> => |aws, scope, r| privatelink::interface_endpoint::delete_interface_endpoint(&aws.clients, scope, &r.0);
+    WaitEndpointZone => |aws, _scope, r| privatelink::interface_endpoint::wait_endpoint_zone(&aws.clients, &r);
+    FindLeftovers => |aws, _scope, r| sweep::find_leftovers(&aws.clients, &r);
+}
+
+impl AwsActivities {
+    fn generate_signing_key(&self) -> Result<SigningKey, ActivityFailure> {
+        let keyring = self.keyring.as_deref().ok_or_else(|| {
+            ActivityFailure::permanent(
+                "NoSealKey",
+                "generating the service-account signing key needs a seal key: set HCPFLOW_SEAL_KEY",
+            )
+        })?;
+        oidc::signing_key::generate_signing_key(keyring)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_type_name_is_distinct_and_namespaced() {
+        let mut names = super::TYPES.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), super::TYPES.len());
+        assert!(names.iter().all(|n| n.starts_with("aws.")));
+        assert_eq!(names.len(), 39);
+    }
+}

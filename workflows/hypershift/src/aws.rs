@@ -1,0 +1,76 @@
+//! The AWS activities the workflows call: their requests and results, and their stable
+//! type names (`aws.create_vpc`, ...), under which `hcpflow-aws` implements them. Each
+//! create's result, wrapped in [`Delete`], is its compensation's request.
+
+pub mod dns;
+pub mod iam;
+pub mod network;
+pub mod oidc;
+pub mod privatelink;
+pub mod sweep;
+
+use hcpflow_engine::{ActivityOptions, RetryPolicy};
+use serde::{Deserialize, Serialize};
+
+/// The compensation of the create that returned `T`: delete what it made. Serialized
+/// as `T` itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Delete<T>(pub T);
+
+/// How AWS activities run: retried with backoff for about 20 minutes (throttling and
+/// dependencies still going away are retryable; permanent failures stop at once), and
+/// up to 15 minutes per attempt (some wait for a NAT gateway or an endpoint).
+pub fn options() -> ActivityOptions {
+    let mut options = ActivityOptions::default().with_retry(RetryPolicy {
+        initial_interval_ms: 2_000,
+        backoff_coefficient: 2.0,
+        max_interval_ms: 60_000,
+        max_attempts: 25,
+        non_retryable: Vec::new(),
+    });
+    options.start_to_close_timeout_ms = 15 * 60 * 1000;
+    options
+}
+
+/// `aws_activity!(Request => Output, "aws.name");` implements [`hcpflow_engine::Activity`].
+macro_rules! aws_activity {
+    ($request:ty => $output:ty, $name:literal) => {
+        impl Activity for $request {
+            const TYPE: &'static str = $name;
+            type Output = $output;
+            fn options(&self) -> hcpflow_engine::ActivityOptions {
+                crate::aws::options()
+            }
+        }
+    };
+}
+pub(crate) use aws_activity;
+
+#[cfg(test)]
+mod tests {
+    use hcpflow_engine::Activity;
+
+    use super::network::{CreateVpc, Vpc};
+    use super::Delete;
+
+    #[test]
+    fn a_compensation_carries_the_create_result_as_is() {
+        let vpc = Vpc {
+            vpc_id: "vpc-1".into(),
+        };
+        let wire = serde_json::to_value(Delete(vpc.clone())).unwrap();
+        assert_eq!(wire, serde_json::json!({"vpc_id": "vpc-1"}));
+        assert_eq!(
+            serde_json::from_value::<Delete<Vpc>>(wire).unwrap(),
+            Delete(vpc)
+        );
+        assert_eq!(<Delete<Vpc> as Activity>::TYPE, "aws.delete_vpc");
+        assert_eq!(<CreateVpc as Activity>::TYPE, "aws.create_vpc");
+        let create = CreateVpc {
+            infra_id: "demo-x7k2p".into(),
+            cidr_block: "10.0.0.0/16".into(),
+        };
+        assert_eq!(create.options().start_to_close_timeout_ms, 15 * 60 * 1000);
+    }
+}
