@@ -158,6 +158,11 @@ pub async fn create_load_balancer(
                 .protocol(ProtocolEnum::Tcp)
                 .port(API_SERVER_PORT)
                 .default_actions(forward)
+                .set_tags(Some(tags(
+                    &request.infra_id,
+                    &lb_name,
+                    scope.idempotency_key,
+                )))
                 .send()
                 .await
                 .map_err(|error| from_sdk(error).into_failure(true))?;
