@@ -294,7 +294,9 @@ fn outcome_write(
             );
         }
         Err(failure) => {
-            let retry_at = match task.options.retry.decide(attempt, failure) {
+            // Jittered: the delay is recorded in the history, so replay sees the same one.
+            let jitter = rand::random::<f64>();
+            let retry_at = match task.options.retry.decide_jittered(attempt, failure, jitter) {
                 RetryDecision::RetryAfter(delay) => Some(now().after(delay)),
                 RetryDecision::GiveUp => None,
             };

@@ -140,6 +140,15 @@ where
     }
 }
 
+/// An item EC2 reports as unsuccessful inside a successful answer (the batch deletes).
+pub fn from_unsuccessful(error: &aws_sdk_ec2::types::UnsuccessfulItemError) -> AwsError {
+    AwsError::new(
+        error.code().unwrap_or("Unknown"),
+        error.message().unwrap_or_default(),
+        None,
+    )
+}
+
 /// The HTTP status of a raw response, whatever its type.
 pub trait HttpStatus {
     fn status(&self) -> u16;

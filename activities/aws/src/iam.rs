@@ -10,8 +10,20 @@ pub mod role;
 pub mod worker;
 
 use aws_sdk_iam::types::Tag;
+use hcpflow_engine::ActivityFailure;
 
+use crate::error::AwsError;
 use crate::naming;
+
+/// A create that failed. `EntityAlreadyExists` means a concurrent attempt made the
+/// object meanwhile: retryable, and the next attempt finds and adopts it.
+pub(crate) fn create_failed(error: AwsError) -> ActivityFailure {
+    if error.code == "EntityAlreadyExists" {
+        ActivityFailure::retryable(error.code, error.message)
+    } else {
+        error.into()
+    }
+}
 
 /// The tags of a new IAM object.
 pub(crate) fn tags(infra_id: &str, name: &str, idempotency_key: &str) -> Vec<Tag> {

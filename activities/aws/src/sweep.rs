@@ -194,32 +194,16 @@ async fn ec2(
         }
     }
 
-    let mut token = None;
-    loop {
-        let page = ec2
-            .describe_vpc_endpoint_service_configurations()
-            .set_next_token(token)
-            .send()
-            .await
-            .map_err(from_sdk)?;
-        for service in page.service_configurations() {
-            let state = lowercase_state(service.service_state().map(|s| s.as_str()));
-            if !matches!(state.as_str(), "deleted" | "deleting" | "failed")
-                && has_cluster_tag(
-                    infra_id,
-                    service.tags().iter().map(|t| (t.key(), t.value())),
-                )
-            {
-                push(
-                    found,
-                    crate::privatelink::endpoint_service::KIND,
-                    service.service_id(),
-                );
-            }
-        }
-        token = page.next_token().map(str::to_owned);
-        if token.is_none() {
-            break;
+    for service in crate::privatelink::endpoint_service::live_services(aws).await? {
+        if has_cluster_tag(
+            infra_id,
+            service.tags().iter().map(|t| (t.key(), t.value())),
+        ) {
+            push(
+                found,
+                crate::privatelink::endpoint_service::KIND,
+                service.service_id(),
+            );
         }
     }
     Ok(())

@@ -60,6 +60,28 @@ impl RetryPolicy {
         RetryDecision::RetryAfter(self.delay_after(attempt))
     }
 
+    /// [`decide`](Self::decide) with jitter: the delay is drawn from its upper half by
+    /// `fraction` (in `[0, 1)`, random), so that many activities failing together — all
+    /// throttled by one API, say — do not all retry at the same moment.
+    pub fn decide_jittered(
+        &self,
+        attempt: u32,
+        failure: &ActivityFailure,
+        fraction: f64,
+    ) -> RetryDecision {
+        match self.decide(attempt, failure) {
+            RetryDecision::RetryAfter(delay) => {
+                let fraction = if fraction.is_finite() {
+                    fraction.clamp(0.0, 1.0)
+                } else {
+                    0.0
+                };
+                RetryDecision::RetryAfter(delay.mul_f64(0.5 + fraction / 2.0))
+            }
+            RetryDecision::GiveUp => RetryDecision::GiveUp,
+        }
+    }
+
     /// The backoff after attempt `attempt` (1-based) failed.
     pub fn delay_after(&self, attempt: u32) -> Duration {
         let exponent = i32::try_from(attempt.saturating_sub(1)).unwrap_or(i32::MAX);
@@ -160,6 +182,24 @@ mod tests {
         assert_eq!(policy.decide(1, &permanent), RetryDecision::GiveUp);
         assert_eq!(
             RetryPolicy::no_retry().decide(1, &throttled),
+            RetryDecision::GiveUp
+        );
+    }
+
+    #[test]
+    fn jitter_draws_from_the_upper_half_of_the_backoff() {
+        let policy = RetryPolicy::default();
+        let throttled = ActivityFailure::retryable("Throttling", "slow down");
+        let full = policy.delay_after(3);
+        for (fraction, expected) in [(0.0, full / 2), (0.5, full.mul_f64(0.75)), (1.0, full)] {
+            assert_eq!(
+                policy.decide_jittered(3, &throttled, fraction),
+                RetryDecision::RetryAfter(expected)
+            );
+        }
+        let permanent = ActivityFailure::permanent("AccessDenied", "no");
+        assert_eq!(
+            policy.decide_jittered(1, &permanent, 0.3),
             RetryDecision::GiveUp
         );
     }

@@ -59,15 +59,7 @@ pub(crate) async fn ensure_role(
                     .ok_or_else(|| {
                         ActivityFailure::retryable("MissingId", "CreateRole returned no role")
                     })?,
-                Err(error) => {
-                    let error = from_sdk(error);
-                    // Made meanwhile by a concurrent attempt: the next attempt adopts it.
-                    return Err(if error.code == "EntityAlreadyExists" {
-                        ActivityFailure::retryable(error.code, error.message)
-                    } else {
-                        error.into()
-                    });
-                }
+                Err(error) => return Err(crate::iam::create_failed(from_sdk(error))),
             }
         }
     };

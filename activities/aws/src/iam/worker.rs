@@ -104,14 +104,7 @@ pub async fn create_worker_profile(
                         })?,
                     Vec::new(),
                 ),
-                Err(error) => {
-                    let error = from_sdk(error);
-                    return Err(if error.code == "EntityAlreadyExists" {
-                        ActivityFailure::retryable(error.code, error.message)
-                    } else {
-                        error.into()
-                    });
-                }
+                Err(error) => return Err(crate::iam::create_failed(from_sdk(error))),
             }
         }
     };

@@ -5,7 +5,7 @@
 //! to at most one service — AWS's own answer to a second create is "already
 //! associated"); moto ignores the ClientToken and would make a second one.
 
-use aws_sdk_ec2::types::ResourceType;
+use aws_sdk_ec2::types::{ResourceType, ServiceConfiguration};
 use hcpflow_engine::ActivityFailure;
 
 use crate::clients::AwsClients;
@@ -117,6 +117,22 @@ pub async fn find_for_load_balancer(
     aws: &AwsClients,
     load_balancer_arn: &str,
 ) -> Result<Option<(String, String)>, ActivityFailure> {
+    let services = live_services(aws).await?;
+    Ok(services.iter().find_map(|service| {
+        let fronts = service
+            .network_load_balancer_arns()
+            .iter()
+            .any(|arn| arn == load_balancer_arn);
+        match (fronts, service.service_id(), service.service_name()) {
+            (true, Some(id), Some(name)) => Some((id.to_owned(), name.to_owned())),
+            _ => None,
+        }
+    }))
+}
+
+/// Every endpoint service of the account that is not deleted, deleting or failed.
+pub async fn live_services(aws: &AwsClients) -> Result<Vec<ServiceConfiguration>, ActivityFailure> {
+    let mut live = Vec::new();
     let mut token = None;
     loop {
         let page = aws
@@ -126,20 +142,15 @@ pub async fn find_for_load_balancer(
             .send()
             .await
             .map_err(from_sdk)?;
-        for service in page.service_configurations() {
-            let fronts = service
-                .network_load_balancer_arns()
+        live.extend(
+            page.service_configurations()
                 .iter()
-                .any(|arn| arn == load_balancer_arn);
-            if fronts && !is_gone(service.service_state()) {
-                if let (Some(id), Some(name)) = (service.service_id(), service.service_name()) {
-                    return Ok(Some((id.to_owned(), name.to_owned())));
-                }
-            }
-        }
+                .filter(|service| !is_gone(service.service_state()))
+                .cloned(),
+        );
         token = page.next_token().map(str::to_owned);
         if token.is_none() {
-            return Ok(None);
+            return Ok(live);
         }
     }
 }
@@ -174,11 +185,7 @@ pub async fn delete_endpoint_service(
         scope.log.deleted(scope.resource(KIND, &service.service_id));
         return Ok(());
     };
-    let error = crate::AwsError::new(
-        error.code().unwrap_or("Unknown"),
-        error.message().unwrap_or_default(),
-        None,
-    );
+    let error = crate::error::from_unsuccessful(error);
     if error.is_not_found() {
         return Ok(());
     }

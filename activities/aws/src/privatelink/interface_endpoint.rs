@@ -202,11 +202,7 @@ pub async fn delete_interface_endpoint(
             .await
             .map_err(from_sdk)?;
         if let Some(error) = answer.unsuccessful().first().and_then(|item| item.error()) {
-            let error = crate::AwsError::new(
-                error.code().unwrap_or("Unknown"),
-                error.message().unwrap_or_default(),
-                None,
-            );
+            let error = crate::error::from_unsuccessful(error);
             if !error.is_not_found() {
                 return Err(error.into_failure(false));
             }
