@@ -7,7 +7,7 @@ STACK := deploy/dev/stack.sh
 help:
 	@echo "make demo      start the local stack and show what runs"
 	@echo "make test      start the local stack if needed and run the whole test suite"
-	@echo "make dev-up    start Postgres, NATS (JetStream) and moto on 127.0.0.1; write .dev/env"
+	@echo "make dev-up    start Postgres, NATS (JetStream), moto and the kube emulator on 127.0.0.1; write .dev/env"
 	@echo "make dev-down  stop the processes dev-up started"
 	@echo "make lint      cargo fmt --check and clippy with warnings as errors"
 

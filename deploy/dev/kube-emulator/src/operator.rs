@@ -1,0 +1,419 @@
+//! A simulated HyperShift operator (hypershift-aws.md §6): moves HostedCluster and
+//! NodePool status the way the real operator does, after configurable delays.
+//!
+//! HostedCluster: adds its finalizer; walks the condition sequence (ValidConfiguration
+//! … KubeAPIServerAvailable … Available=True, Progressing=False, Degraded=False), one
+//! condition per `step`; once the API server is up writes the admin kubeconfig Secret
+//! and `status.kubeconfig`; on delete removes the finalizer after `deletion`.
+//! NodePool: `status.replicas` follows `spec.replicas` one node per `node`, with
+//! AllMachinesReady, AllNodesHealthy and Ready.
+//!
+//! Failure injection, by annotation on the object:
+//! - `hcpflow.io/emulator-fail-available: <reason>` — the HostedCluster never becomes
+//!   Available (Available=False and Degraded=True with that reason);
+//! - `hcpflow.io/emulator-stall-at: <n>` — the NodePool stops at n replicas;
+//! - `hcpflow.io/emulator-deletion-hangs: "true"` — the finalizer is never removed.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use chrono::{SecondsFormat, Utc};
+use serde_json::{json, Value};
+
+use crate::http::Shared;
+use crate::resources::{ResourceType, HOSTED_CLUSTERS, NODE_POOLS, SECRETS};
+use crate::store::{meta, Part, Store};
+
+pub const FINALIZER: &str = "hypershift.openshift.io/finalizer";
+pub const FAIL_AVAILABLE: &str = "hcpflow.io/emulator-fail-available";
+pub const STALL_AT: &str = "hcpflow.io/emulator-stall-at";
+pub const DELETION_HANGS: &str = "hcpflow.io/emulator-deletion-hangs";
+
+/// The conditions a HostedCluster gains, in order, before Available.
+pub const SEQUENCE: [&str; 9] = [
+    "ValidConfiguration",
+    "SupportedHostedCluster",
+    "ValidReleaseImage",
+    "ReconciliationActive",
+    "ReconciliationSucceeded",
+    "InfrastructureReady",
+    "EtcdAvailable",
+    "KubeAPIServerAvailable",
+    "IgnitionEndpointAvailable",
+];
+
+/// How fast the simulated operator moves.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    /// Between two HostedCluster conditions.
+    pub step: Duration,
+    /// Per NodePool node.
+    pub node: Duration,
+    /// From a delete to the finalizer's removal.
+    pub deletion: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self {
+            step: Duration::from_millis(300),
+            node: Duration::from_millis(500),
+            deletion: Duration::from_secs(1),
+        }
+    }
+}
+
+fn now() -> String {
+    Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
+    meta(object)
+        .get("annotations")
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)
+}
+
+fn condition(kind: &str, status: bool, reason: &str, message: &str, generation: i64) -> Value {
+    json!({"type": kind, "status": if status { "True" } else { "False" }, "reason": reason,
+           "message": message, "lastTransitionTime": now(), "observedGeneration": generation})
+}
+
+/// Sets conditions, keeping lastTransitionTime of those whose status did not change.
+fn set_conditions(status: &mut Value, conditions: Vec<Value>) {
+    let old = status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let merged: Vec<Value> = conditions
+        .into_iter()
+        .map(|mut new| {
+            if let Some(previous) = old.iter().find(|c| c["type"] == new["type"]) {
+                if previous["status"] == new["status"] {
+                    new["lastTransitionTime"] = previous["lastTransitionTime"].clone();
+                }
+            }
+            new
+        })
+        .collect();
+    status["conditions"] = Value::Array(merged);
+}
+
+/// The simulated operator's memory: when it first saw each object (by uid), and when
+/// each NodePool last gained or lost a node.
+#[derive(Debug, Default)]
+pub struct Operator {
+    timing: Timing,
+    seen: HashMap<String, Instant>,
+    last_node: HashMap<String, Instant>,
+    deleting: HashMap<String, Instant>,
+}
+
+impl Operator {
+    pub fn new(timing: Timing) -> Self {
+        Self {
+            timing,
+            ..Self::default()
+        }
+    }
+
+    /// Runs reconcile passes until the process ends.
+    pub async fn run(mut self, shared: Shared) {
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            tick.tick().await;
+            let changed = shared.with(|store| self.reconcile(store));
+            if changed {
+                shared.written.notify_waiters();
+            }
+        }
+    }
+
+    /// One pass over every HostedCluster and NodePool; whether anything was written.
+    pub fn reconcile(&mut self, store: &mut Store) -> bool {
+        let mut changed = false;
+        for (key, object) in store.all_of(&HOSTED_CLUSTERS) {
+            changed |= self.hosted_cluster(store, key.namespace.as_str(), &key.name, object);
+        }
+        for (key, object) in store.all_of(&NODE_POOLS) {
+            changed |= self.node_pool(store, key.namespace.as_str(), &key.name, object);
+        }
+        changed
+    }
+
+    fn age(&mut self, object: &Value) -> Duration {
+        let uid = meta(object)
+            .get("uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        self.seen.entry(uid).or_insert_with(Instant::now).elapsed()
+    }
+
+    /// Handles a deletion: the finalizer goes after the deletion delay. `Some(changed)`
+    /// when the object is being deleted.
+    fn deletion(
+        &mut self,
+        store: &mut Store,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        object: &Value,
+    ) -> Option<bool> {
+        if !meta(object).contains_key("deletionTimestamp") {
+            return None;
+        }
+        let uid = meta(object)
+            .get("uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let since = *self.deleting.entry(uid).or_insert_with(Instant::now);
+        if annotation(object, DELETION_HANGS) == Some("true")
+            || since.elapsed() < self.timing.deletion
+        {
+            return Some(false);
+        }
+        let mut next = object.clone();
+        if let Some(finalizers) = next["metadata"]["finalizers"].as_array_mut() {
+            finalizers.retain(|f| f != FINALIZER);
+        }
+        if rt.kind == "HostedCluster" {
+            let _ = store.delete(&SECRETS, Some(ns), &format!("{name}-admin-kubeconfig"));
+        }
+        Some(store.update(rt, Some(ns), name, next, Part::Main).is_ok())
+    }
+
+    fn ensure_finalizer(
+        store: &mut Store,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        object: &Value,
+    ) -> bool {
+        let has = meta(object)
+            .get("finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| f.iter().any(|f| f == FINALIZER));
+        if has {
+            return false;
+        }
+        let mut next = object.clone();
+        match next["metadata"]["finalizers"].as_array_mut() {
+            Some(list) => list.push(json!(FINALIZER)),
+            None => next["metadata"]["finalizers"] = json!([FINALIZER]),
+        }
+        if let Some(m) = next["metadata"].as_object_mut() {
+            m.remove("resourceVersion");
+        }
+        store.update(rt, Some(ns), name, next, Part::Main).is_ok()
+    }
+
+    fn hosted_cluster(&mut self, store: &mut Store, ns: &str, name: &str, object: Value) -> bool {
+        if let Some(changed) = self.deletion(store, &HOSTED_CLUSTERS, ns, name, &object) {
+            return changed;
+        }
+        if Self::ensure_finalizer(store, &HOSTED_CLUSTERS, ns, name, &object) {
+            return true;
+        }
+        let generation = meta(&object)
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        let steps = (self.age(&object).as_millis() / self.timing.step.as_millis().max(1)) as usize;
+        let failure = annotation(&object, FAIL_AVAILABLE).map(str::to_owned);
+        let reached = steps.min(SEQUENCE.len());
+        let mut conditions: Vec<Value> = SEQUENCE
+            .iter()
+            .enumerate()
+            .map(|(i, kind)| {
+                if i < reached {
+                    condition(kind, true, "AsExpected", "", generation)
+                } else {
+                    condition(
+                        kind,
+                        false,
+                        "Reconciling",
+                        "waiting for the previous conditions",
+                        generation,
+                    )
+                }
+            })
+            .collect();
+        let api_up = reached
+            > SEQUENCE
+                .iter()
+                .position(|c| *c == "KubeAPIServerAvailable")
+                .unwrap_or(0);
+        let done = steps > SEQUENCE.len();
+        let available = done && failure.is_none();
+        match &failure {
+            Some(reason) if done => {
+                conditions.push(condition(
+                    "Available",
+                    false,
+                    reason,
+                    &format!("the hosted control plane is not available: {reason}"),
+                    generation,
+                ));
+                conditions.push(condition("Progressing", false, reason, "", generation));
+                conditions.push(condition(
+                    "Degraded",
+                    true,
+                    reason,
+                    &format!("the hosted control plane is degraded: {reason}"),
+                    generation,
+                ));
+            }
+            _ => {
+                conditions.push(condition(
+                    "Available",
+                    available,
+                    if available {
+                        "AsExpected"
+                    } else {
+                        "WaitingForAvailable"
+                    },
+                    "",
+                    generation,
+                ));
+                conditions.push(condition(
+                    "Progressing",
+                    !available,
+                    if available {
+                        "AsExpected"
+                    } else {
+                        "Reconciling"
+                    },
+                    "",
+                    generation,
+                ));
+                conditions.push(condition("Degraded", false, "AsExpected", "", generation));
+            }
+        }
+        let mut status = object.get("status").cloned().unwrap_or_else(|| json!({}));
+        let before = status.clone();
+        set_conditions(&mut status, conditions);
+        let mut changed = false;
+        if api_up {
+            let secret = format!("{name}-admin-kubeconfig");
+            if store.get(&SECRETS, Some(ns), &secret).is_err() {
+                let kubeconfig = format!(
+                    "apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster:\n    server: https://api.{name}.hypershift.local:6443\ncontexts:\n- name: {name}\n  context:\n    cluster: {name}\n    user: admin\ncurrent-context: {name}\nusers:\n- name: admin\n  user: {{}}\n"
+                );
+                let encoded =
+                    base64::engine::general_purpose::STANDARD.encode(kubeconfig.as_bytes());
+                let created = store.create(
+                    &SECRETS,
+                    Some(ns),
+                    json!({"metadata": {"name": secret, "namespace": ns,
+                                        "labels": {"hypershift.openshift.io/hosted-cluster": name}},
+                           "type": "Opaque", "data": {"kubeconfig": encoded}}),
+                );
+                changed |= created.is_ok();
+            }
+            status["kubeconfig"] = json!({"name": secret});
+        }
+        if available {
+            let image = object
+                .pointer("/spec/release/image")
+                .cloned()
+                .unwrap_or(Value::Null);
+            status["version"] = json!({"desired": {"image": image},
+                                       "history": [{"state": "Completed", "image": image, "completionTime": now()}]});
+            if before
+                .pointer("/version/history/0/completionTime")
+                .is_some()
+            {
+                status["version"] = before["version"].clone();
+            }
+        }
+        if status == before {
+            return changed;
+        }
+        let mut next = object.clone();
+        next["status"] = status;
+        store
+            .update(&HOSTED_CLUSTERS, Some(ns), name, next, Part::Status)
+            .is_ok()
+            || changed
+    }
+
+    fn node_pool(&mut self, store: &mut Store, ns: &str, name: &str, object: Value) -> bool {
+        if let Some(changed) = self.deletion(store, &NODE_POOLS, ns, name, &object) {
+            return changed;
+        }
+        if Self::ensure_finalizer(store, &NODE_POOLS, ns, name, &object) {
+            return true;
+        }
+        let generation = meta(&object)
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        let desired = object
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let stall = annotation(&object, STALL_AT).and_then(|n| n.parse::<i64>().ok());
+        let current = object
+            .pointer("/status/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let uid = meta(&object)
+            .get("uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let last = *self
+            .last_node
+            .entry(uid.clone())
+            .or_insert_with(Instant::now);
+        let target = match stall {
+            Some(limit) if desired > current => desired.min(limit.max(current)),
+            _ => desired,
+        };
+        let mut replicas = current;
+        if replicas != target && last.elapsed() >= self.timing.node {
+            replicas += (target - replicas).signum();
+            self.last_node.insert(uid, Instant::now());
+        }
+        let ready = replicas == desired;
+        let stalled = stall.is_some_and(|limit| limit < desired && replicas >= limit);
+        let (reason, message) = if ready {
+            ("AsExpected", String::new())
+        } else if stalled {
+            (
+                "MachinesStalled",
+                format!(
+                    "{replicas} of {desired} machines are ready; the rest cannot be provisioned"
+                ),
+            )
+        } else {
+            (
+                "WaitingForNodes",
+                format!("{replicas} of {desired} nodes are ready"),
+            )
+        };
+        let mut status = object.get("status").cloned().unwrap_or_else(|| json!({}));
+        let before = status.clone();
+        status["replicas"] = json!(replicas);
+        set_conditions(
+            &mut status,
+            vec![
+                condition("AllMachinesReady", ready, reason, &message, generation),
+                condition("AllNodesHealthy", ready, reason, &message, generation),
+                condition("Ready", ready, reason, &message, generation),
+            ],
+        );
+        if status == before {
+            return false;
+        }
+        let mut next = object.clone();
+        next["status"] = status;
+        store
+            .update(&NODE_POOLS, Some(ns), name, next, Part::Status)
+            .is_ok()
+    }
+}

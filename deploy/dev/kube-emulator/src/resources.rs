@@ -1,0 +1,124 @@
+//! The resource types the emulator serves: core v1 Namespaces, Secrets and ConfigMaps,
+//! and HyperShift's HostedCluster and NodePool (hypershift.openshift.io/v1beta1).
+
+/// One served resource type.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ResourceType {
+    /// `""` for the core group.
+    pub group: &'static str,
+    pub version: &'static str,
+    pub plural: &'static str,
+    pub singular: &'static str,
+    pub kind: &'static str,
+    pub namespaced: bool,
+    /// Has a `/status` subresource: status changes only through it.
+    pub status: bool,
+    /// Has a `/scale` subresource (`spec.replicas` ↔ `status.replicas`).
+    pub scale: bool,
+    /// Paths (dotted) that must be present on create and update.
+    pub required: &'static [&'static str],
+    pub short_names: &'static [&'static str],
+}
+
+pub const HYPERSHIFT_GROUP: &str = "hypershift.openshift.io";
+pub const HYPERSHIFT_VERSION: &str = "v1beta1";
+
+pub static NAMESPACES: ResourceType = ResourceType {
+    group: "",
+    version: "v1",
+    plural: "namespaces",
+    singular: "namespace",
+    kind: "Namespace",
+    namespaced: false,
+    status: true,
+    scale: false,
+    required: &[],
+    short_names: &["ns"],
+};
+
+pub static SECRETS: ResourceType = ResourceType {
+    group: "",
+    version: "v1",
+    plural: "secrets",
+    singular: "secret",
+    kind: "Secret",
+    namespaced: true,
+    status: false,
+    scale: false,
+    required: &[],
+    short_names: &[],
+};
+
+pub static CONFIG_MAPS: ResourceType = ResourceType {
+    group: "",
+    version: "v1",
+    plural: "configmaps",
+    singular: "configmap",
+    kind: "ConfigMap",
+    namespaced: true,
+    status: false,
+    scale: false,
+    required: &[],
+    short_names: &["cm"],
+};
+
+pub static HOSTED_CLUSTERS: ResourceType = ResourceType {
+    group: HYPERSHIFT_GROUP,
+    version: HYPERSHIFT_VERSION,
+    plural: "hostedclusters",
+    singular: "hostedcluster",
+    kind: "HostedCluster",
+    namespaced: true,
+    status: true,
+    scale: false,
+    required: &["spec.release.image", "spec.platform.type", "spec.infraID"],
+    short_names: &["hc", "hcs"],
+};
+
+pub static NODE_POOLS: ResourceType = ResourceType {
+    group: HYPERSHIFT_GROUP,
+    version: HYPERSHIFT_VERSION,
+    plural: "nodepools",
+    singular: "nodepool",
+    kind: "NodePool",
+    namespaced: true,
+    status: true,
+    scale: true,
+    required: &["spec.clusterName", "spec.platform.type"],
+    short_names: &["np", "nps"],
+};
+
+pub static ALL: [&ResourceType; 5] = [
+    &NAMESPACES,
+    &SECRETS,
+    &CONFIG_MAPS,
+    &HOSTED_CLUSTERS,
+    &NODE_POOLS,
+];
+
+impl ResourceType {
+    /// `v1` or `hypershift.openshift.io/v1beta1`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_owned()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `secrets` or `hostedclusters.hypershift.openshift.io`: how messages name it.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_owned()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    /// The type served at this group, version and plural.
+    pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static ResourceType> {
+        ALL.iter()
+            .copied()
+            .find(|rt| rt.group == group && rt.version == version && rt.plural == plural)
+    }
+}

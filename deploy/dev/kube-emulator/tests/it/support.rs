@@ -1,0 +1,182 @@
+//! An emulator per test, and a small HTTP client.
+
+use std::time::Duration;
+
+use hcpflow_kube_emulator::operator::Timing;
+use hcpflow_kube_emulator::server::{start, Handle, Options};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+pub(crate) async fn emulator() -> Handle {
+    emulator_with(None, 1_000).await
+}
+
+pub(crate) async fn emulator_with(
+    state_file: Option<std::path::PathBuf>,
+    event_log: usize,
+) -> Handle {
+    start(Options {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        state_file,
+        timing: Timing {
+            step: Duration::from_millis(50),
+            node: Duration::from_millis(100),
+            deletion: Duration::from_millis(200),
+        },
+        event_log,
+    })
+    .await
+    .unwrap()
+}
+
+/// One request; `(status, body as JSON)`.
+pub(crate) async fn call(
+    handle: &Handle,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &str,
+) -> (u16, Value) {
+    let mut stream = TcpStream::connect(handle.addr).await.unwrap();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        handle.addr,
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let text = String::from_utf8(response).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    (
+        status,
+        serde_json::from_str(&body).unwrap_or(Value::String(body)),
+    )
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = &rest[size + 2..];
+    }
+    out
+}
+
+pub(crate) async fn get(handle: &Handle, path: &str) -> (u16, Value) {
+    call(handle, "GET", path, "application/json", "").await
+}
+
+pub(crate) async fn post(handle: &Handle, path: &str, body: &Value) -> (u16, Value) {
+    call(handle, "POST", path, "application/json", &body.to_string()).await
+}
+
+pub(crate) async fn put(handle: &Handle, path: &str, body: &Value) -> (u16, Value) {
+    call(handle, "PUT", path, "application/json", &body.to_string()).await
+}
+
+pub(crate) async fn patch(handle: &Handle, path: &str, kind: &str, body: &str) -> (u16, Value) {
+    call(handle, "PATCH", path, kind, body).await
+}
+
+pub(crate) async fn delete(handle: &Handle, path: &str) -> (u16, Value) {
+    call(handle, "DELETE", path, "application/json", "").await
+}
+
+/// Polls `path` until `done` holds for the object, for at most 10 s.
+pub(crate) async fn until(
+    handle: &Handle,
+    path: &str,
+    done: impl Fn(u16, &Value) -> bool,
+) -> Value {
+    for _ in 0..200 {
+        let (status, body) = get(handle, path).await;
+        if done(status, &body) {
+            return body;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "{path} never reached the expected state: {:?}",
+        get(handle, path).await
+    );
+}
+
+/// A watch: the event lines as they come.
+pub(crate) struct Watch {
+    lines: tokio::io::Lines<BufReader<TcpStream>>,
+}
+
+impl Watch {
+    pub(crate) async fn open(handle: &Handle, path: &str) -> Self {
+        let mut stream = TcpStream::connect(handle.addr).await.unwrap();
+        let request = format!("GET {path} HTTP/1.1\r\nHost: {}\r\n\r\n", handle.addr);
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut lines = BufReader::new(stream).lines();
+        // Skip the head.
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.is_empty() {
+                break;
+            }
+        }
+        Self { lines }
+    }
+
+    /// The next event, or `None` when the stream ends (or after 5 s).
+    pub(crate) async fn next(&mut self) -> Option<Value> {
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(5), self.lines.next_line())
+                .await
+                .ok()?
+                .ok()??;
+            // Chunk sizes sit on lines of their own.
+            if let Ok(event) = serde_json::from_str::<Value>(&line) {
+                if event.is_object() {
+                    return Some(event);
+                }
+            }
+            if line.trim() == "0" {
+                return None;
+            }
+        }
+    }
+}
+
+pub(crate) fn namespace(name: &str) -> Value {
+    serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+}
+
+pub(crate) fn hosted_cluster(name: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedCluster",
+        "metadata": {"name": name},
+        "spec": {"infraID": format!("{name}-abcde"), "release": {"image": "quay.io/ocp-release:4.17.0"},
+                 "platform": {"type": "AWS"}},
+    })
+}
+
+pub(crate) fn node_pool(name: &str, cluster: &str, replicas: i64) -> Value {
+    serde_json::json!({
+        "apiVersion": "hypershift.openshift.io/v1beta1", "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {"clusterName": cluster, "replicas": replicas, "platform": {"type": "AWS"}},
+    })
+}
+
+pub(crate) const HC: &str =
+    "/apis/hypershift.openshift.io/v1beta1/namespaces/clusters/hostedclusters";
+pub(crate) const NP: &str = "/apis/hypershift.openshift.io/v1beta1/namespaces/clusters/nodepools";
