@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use hcpflow_engine::event::ResourceRef;
+pub use hcpflow_engine::Ledger;
 use hcpflow_engine::{ActivityFailure, IdempotencyKey, Seq, WorkflowId};
 use serde_json::Value;
 
@@ -20,34 +20,6 @@ pub struct ActivityInput {
     pub idempotency_key: IdempotencyKey,
     pub input: Value,
     pub ledger: Ledger,
-}
-
-/// Objects the activity created or deleted, recorded with its outcome.
-#[derive(Debug, Clone, Default)]
-pub struct Ledger {
-    entries: Arc<Mutex<Vec<(bool, ResourceRef)>>>,
-}
-
-impl Ledger {
-    pub fn created(&self, resource: ResourceRef) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.push((true, resource));
-        }
-    }
-
-    pub fn deleted(&self, resource: ResourceRef) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.push((false, resource));
-        }
-    }
-
-    /// `(created?, resource)` in the order recorded.
-    pub fn take(&self) -> Vec<(bool, ResourceRef)> {
-        self.entries
-            .lock()
-            .map(|mut e| std::mem::take(&mut *e))
-            .unwrap_or_default()
-    }
 }
 
 pub type ActivityFuture = Pin<Box<dyn Future<Output = Result<Value, ActivityFailure>> + Send>>;

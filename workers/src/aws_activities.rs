@@ -3,20 +3,9 @@
 
 use std::sync::Arc;
 
-use hcpflow_aws::{AwsActivities, ResourceLog, Scope};
-use hcpflow_engine::event::ResourceRef;
+use hcpflow_aws::{AwsActivities, Scope};
 
-use crate::activities::{ActivityRegistry, Ledger};
-
-impl ResourceLog for Ledger {
-    fn created(&self, resource: ResourceRef) {
-        Ledger::created(self, resource);
-    }
-
-    fn deleted(&self, resource: ResourceRef) {
-        Ledger::deleted(self, resource);
-    }
-}
+use crate::activities::ActivityRegistry;
 
 /// Registers every AWS activity type to run with `aws`.
 pub fn register(activities: &mut ActivityRegistry, aws: Arc<AwsActivities>) {
@@ -38,7 +27,7 @@ pub fn register(activities: &mut ActivityRegistry, aws: Arc<AwsActivities>) {
                     cluster: cluster.as_deref(),
                     log: &input.ledger,
                 };
-                aws.run(activity_type, &scope, input.input.clone()).await
+                aws.run(activity_type, &scope, input.input).await
             }
         });
     }

@@ -35,4 +35,4 @@ pub mod sweep;
 pub use clients::{AwsClients, AwsSettings};
 pub use dispatch::AwsActivities;
 pub use error::AwsError;
-pub use scope::{MemoryLog, ResourceLog, Scope};
+pub use scope::Scope;

@@ -2,13 +2,7 @@
 //! attempt, and where to note the resources it creates or deletes (the resource ledger).
 
 use hcpflow_engine::event::ResourceRef;
-
-/// Where an activity notes what it created or deleted. The worker's ledger implements
-/// it; the notes are recorded with the activity's outcome.
-pub trait ResourceLog: Send + Sync + std::fmt::Debug {
-    fn created(&self, resource: ResourceRef);
-    fn deleted(&self, resource: ResourceRef);
-}
+use hcpflow_engine::Ledger;
 
 /// One attempt of an AWS activity.
 #[derive(Debug)]
@@ -20,7 +14,8 @@ pub struct Scope<'a> {
     pub region: &'a str,
     /// The cluster (infra id) the resources belong to, for the ledger.
     pub cluster: Option<&'a str>,
-    pub log: &'a dyn ResourceLog,
+    /// The attempt's resource ledger.
+    pub log: &'a Ledger,
 }
 
 impl Scope<'_> {
@@ -32,35 +27,6 @@ impl Scope<'_> {
             id: id.into(),
             region: Some(self.region.to_owned()),
             cluster: self.cluster.map(str::to_owned),
-        }
-    }
-}
-
-/// A log that keeps what it is told, in order: `(created?, resource)`.
-#[derive(Debug, Default)]
-pub struct MemoryLog {
-    entries: std::sync::Mutex<Vec<(bool, ResourceRef)>>,
-}
-
-impl MemoryLog {
-    pub fn take(&self) -> Vec<(bool, ResourceRef)> {
-        self.entries
-            .lock()
-            .map(|mut entries| std::mem::take(&mut *entries))
-            .unwrap_or_default()
-    }
-}
-
-impl ResourceLog for MemoryLog {
-    fn created(&self, resource: ResourceRef) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.push((true, resource));
-        }
-    }
-
-    fn deleted(&self, resource: ResourceRef) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.push((false, resource));
         }
     }
 }

@@ -41,7 +41,8 @@ use hcpflow_aws::roles::OPERATOR_ROLES;
 use hcpflow_aws::route53::records::{delete_cname, upsert_cname, Cname};
 use hcpflow_aws::route53::zone::{create_private_zone, delete_zone, CreatePrivateZone};
 use hcpflow_aws::sweep::{find_leftovers, FindLeftovers};
-use hcpflow_aws::{naming, network_plan, MemoryLog};
+use hcpflow_aws::{naming, network_plan};
+use hcpflow_engine::Ledger;
 
 use crate::oidc_iam::{keyring, make_bucket};
 use crate::support::{stack, unique, Stack};
@@ -124,7 +125,7 @@ struct Cluster<'a> {
     stack: &'a Stack,
     infra_id: String,
     keys: Vec<String>,
-    log: &'a MemoryLog,
+    log: &'a Ledger,
     bucket: String,
     public_zone_id: String,
     management: (String, Vec<String>),
@@ -527,7 +528,7 @@ async fn a_three_zone_cluster_is_made_once_and_its_compensations_leave_nothing()
         return;
     };
     let infra_id = unique("c3-");
-    let log = MemoryLog::default();
+    let log = Ledger::default();
     let bucket = make_bucket(&stack).await;
     let cluster = Cluster {
         stack: &stack,
@@ -741,7 +742,7 @@ async fn an_endpoint_service_not_offered_in_a_zone_is_a_permanent_failure_naming
         return;
     };
     let infra_id = unique("az-");
-    let log = MemoryLog::default();
+    let log = Ledger::default();
     let key = format!("hf-{infra_id}-1");
     let scope = stack.scope(&key, &infra_id, &log);
     // The management cluster has no subnet in us-east-1c.

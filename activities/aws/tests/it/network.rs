@@ -8,7 +8,7 @@ use hcpflow_aws::ec2::internet_gateway::{
 use hcpflow_aws::ec2::subnet::{create_subnet, delete_subnet, CreateSubnet, Exposure};
 use hcpflow_aws::ec2::tags;
 use hcpflow_aws::ec2::vpc::{create_vpc, delete_vpc, CreateVpc};
-use hcpflow_aws::MemoryLog;
+use hcpflow_engine::Ledger;
 
 use crate::support::{stack, unique, Stack};
 
@@ -51,7 +51,7 @@ async fn each_network_create_run_three_times_leaves_one_resource_and_undo_keeps_
         return;
     };
     let infra_id = unique("net-");
-    let log = MemoryLog::default();
+    let log = Ledger::default();
     let keys: Vec<String> = (1..=5).map(|n| format!("hf-{infra_id}-{n}")).collect();
     let scope = |n: usize| stack.scope(&keys[n], &infra_id, &log);
 
@@ -183,7 +183,7 @@ async fn a_nat_gateway_and_its_address_are_made_once_and_released_after_the_nat_
         return;
     };
     let infra_id = unique("nat-");
-    let log = MemoryLog::default();
+    let log = Ledger::default();
     let keys: Vec<String> = (1..=3).map(|n| format!("hf-{infra_id}-{n}")).collect();
     let scope = |n: usize| stack.scope(&keys[n], &infra_id, &log);
     let vpc = create_vpc(
@@ -308,7 +308,7 @@ async fn a_zone_network_with_routes_and_the_s3_endpoint_is_made_once_and_undone_
     };
     let infra_id = unique("rt-");
     let zone = "us-east-1b";
-    let log = MemoryLog::default();
+    let log = Ledger::default();
     let keys: Vec<String> = (1..=8).map(|n| format!("hf-{infra_id}-{n}")).collect();
     let scope = |n: usize| stack.scope(&keys[n], &infra_id, &log);
     let aws = &stack.aws;

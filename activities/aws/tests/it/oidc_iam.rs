@@ -15,8 +15,8 @@ use hcpflow_aws::oidc::documents::{
 };
 use hcpflow_aws::oidc::signing_key::generate_signing_key;
 use hcpflow_aws::oidc::{discovery_key, jwks_key};
-use hcpflow_aws::MemoryLog;
 use hcpflow_engine::Keyring;
+use hcpflow_engine::Ledger;
 
 use crate::support::{stack, unique, Stack};
 
@@ -63,7 +63,7 @@ async fn oidc_documents_describe_the_recorded_key_and_a_missing_bucket_is_named(
         return;
     };
     let infra_id = unique("oidc-");
-    let log = MemoryLog::default();
+    let log = Ledger::default();
     let key = format!("hf-{infra_id}-1");
     let scope = stack.scope(&key, &infra_id, &log);
     let signing = generate_signing_key(&keyring()).unwrap();
@@ -148,7 +148,7 @@ async fn the_provider_and_roles_are_made_once_trust_is_corrected_and_deletes_cle
         return;
     };
     let infra_id = unique("iam-");
-    let log = MemoryLog::default();
+    let log = Ledger::default();
     let keys: Vec<String> = (1..=3).map(|n| format!("hf-{infra_id}-{n}")).collect();
     let scope = |n: usize| stack.scope(&keys[n], &infra_id, &log);
     let bucket = "hcpflow-oidc";

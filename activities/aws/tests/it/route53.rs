@@ -8,7 +8,7 @@ use hcpflow_aws::route53::public_zone::{find_public_zone, FindPublicZone};
 use hcpflow_aws::route53::records::{delete_cname, upsert_cname, Cname};
 use hcpflow_aws::route53::same_name;
 use hcpflow_aws::route53::zone::{create_private_zone, delete_zone, CreatePrivateZone};
-use hcpflow_aws::MemoryLog;
+use hcpflow_engine::Ledger;
 
 use crate::support::{stack, unique, Stack};
 
@@ -38,7 +38,7 @@ async fn a_private_zone_is_made_once_tagged_and_emptied_before_it_is_deleted() {
         return;
     };
     let infra_id = unique("dns-");
-    let log = MemoryLog::default();
+    let log = Ledger::default();
     let keys: Vec<String> = (1..=3).map(|n| format!("hf-{infra_id}-{n}")).collect();
     let scope = |n: usize| stack.scope(&keys[n], &infra_id, &log);
     let vpc = create_vpc(

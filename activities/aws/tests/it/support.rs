@@ -4,7 +4,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use hcpflow_aws::{AwsClients, AwsSettings, MemoryLog, Scope};
+use hcpflow_aws::{AwsClients, AwsSettings, Scope};
+use hcpflow_engine::Ledger;
 
 pub(crate) struct Stack {
     /// Clients that go through the fault proxy, signed with this test's key.
@@ -66,7 +67,7 @@ impl Stack {
         &'a self,
         idempotency_key: &'a str,
         cluster: &'a str,
-        log: &'a MemoryLog,
+        log: &'a Ledger,
     ) -> Scope<'a> {
         Scope {
             idempotency_key,

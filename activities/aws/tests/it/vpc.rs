@@ -3,7 +3,7 @@
 
 use hcpflow_aws::ec2::tags;
 use hcpflow_aws::ec2::vpc::{create_vpc, delete_vpc, CreateVpc, Vpc};
-use hcpflow_aws::MemoryLog;
+use hcpflow_engine::Ledger;
 
 use crate::support::{stack, unique};
 
@@ -38,7 +38,7 @@ async fn a_vpc_created_twice_and_again_after_a_lost_result_is_one_vpc() {
     };
     let infra_id = unique("vpc-");
     let key = format!("hf-{infra_id}-2");
-    let log = MemoryLog::default();
+    let log = Ledger::default();
     let scope = stack.scope(&key, &infra_id, &log);
     let first = create_vpc(&stack.aws, &scope, &request(&infra_id))
         .await
@@ -92,7 +92,7 @@ async fn a_vpc_deleted_twice_is_gone_and_both_deletes_succeed() {
     };
     let infra_id = unique("vpc-");
     let key = format!("hf-{infra_id}-2");
-    let log = MemoryLog::default();
+    let log = Ledger::default();
     let scope = stack.scope(&key, &infra_id, &log);
     let vpc = create_vpc(&stack.aws, &scope, &request(&infra_id))
         .await
@@ -120,7 +120,7 @@ async fn throttling_is_retryable_and_a_permission_error_is_not() {
     };
     let infra_id = unique("vpc-");
     let key = format!("hf-{infra_id}-2");
-    let log = MemoryLog::default();
+    let log = Ledger::default();
     let scope = stack.scope(&key, &infra_id, &log);
 
     stack.inject("CreateVpc", "throttle", 1, None);
