@@ -3,6 +3,7 @@
 //! crash anyway), and each delete treats "not found" as done.
 
 pub mod dhcp;
+pub mod endpoint_state;
 pub mod internet_gateway;
 pub mod nat_gateway;
 pub mod route_table;

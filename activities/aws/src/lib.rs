@@ -26,6 +26,7 @@ pub mod naming;
 pub mod network_plan;
 pub mod oidc;
 pub mod policies;
+pub mod poll;
 pub mod privatelink;
 pub mod roles;
 pub mod route53;

@@ -58,10 +58,6 @@ fn has_cluster_tag<'a>(
     tags.any(|(k, v)| k == Some(key.as_str()) && v == Some(naming::CLUSTER_TAG_VALUE))
 }
 
-fn lowercase_state(state: Option<&str>) -> String {
-    state.unwrap_or_default().to_ascii_lowercase()
-}
-
 async fn ec2(
     aws: &AwsClients,
     infra_id: &str,
@@ -130,7 +126,8 @@ async fn ec2(
         .await
         .map_err(from_sdk)?;
     for endpoint in endpoints.vpc_endpoints() {
-        let state = lowercase_state(endpoint.state().map(|s| s.as_str()));
+        // One still deleting is still there.
+        let state = crate::ec2::endpoint_state::state(endpoint);
         if !matches!(state.as_str(), "deleted" | "rejected" | "failed") {
             push(
                 found,

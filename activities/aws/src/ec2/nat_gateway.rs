@@ -16,6 +16,7 @@ use crate::ec2::tags;
 use crate::error::from_sdk;
 use crate::lookup::{created_id, deleted, find_or_create, unless_not_found};
 use crate::naming;
+use crate::poll::Poll;
 use crate::scope::Scope;
 
 pub use hcpflow_hypershift::aws::network::{CreateNatGateway, NatGateway};
@@ -197,8 +198,7 @@ async fn wait_for(
     what: &str,
     done: impl Fn(Option<&NatGatewayState>) -> bool,
 ) -> Result<(), ActivityFailure> {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let mut pause = Duration::from_secs(1);
+    let mut poll = Poll::new(WAIT);
     loop {
         let state = nat_state(aws, nat_gateway_id).await?;
         if done(state.as_ref()) {
@@ -210,7 +210,7 @@ async fn wait_for(
                 format!("NAT gateway {nat_gateway_id} failed to become available"),
             ));
         }
-        if tokio::time::Instant::now() >= deadline {
+        if !poll.again().await {
             return Err(ActivityFailure::retryable(
                 "NatGatewayNotReady",
                 format!(
@@ -218,7 +218,5 @@ async fn wait_for(
                 ),
             ));
         }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(15));
     }
 }

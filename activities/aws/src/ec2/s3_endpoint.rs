@@ -5,6 +5,7 @@ use aws_sdk_ec2::types::{ResourceType, VpcEndpointType};
 use hcpflow_engine::ActivityFailure;
 
 use crate::clients::AwsClients;
+use crate::ec2::endpoint_state::is_gone;
 use crate::ec2::tags;
 use crate::error::from_sdk;
 use crate::lookup::{created_id, find_or_create, unless_not_found};
@@ -16,17 +17,6 @@ pub const KIND: &str = "ec2:vpc-endpoint";
 
 pub fn service_name(region: &str) -> String {
     format!("com.amazonaws.{region}.s3")
-}
-
-/// Whether an endpoint is deleted or on its way. EC2 documents the states in lower case
-/// (`deleted`) while the SDK's enum spells them capitalised, so compare the text.
-fn is_gone(endpoint: &aws_sdk_ec2::types::VpcEndpoint) -> bool {
-    endpoint.state().is_some_and(|state| {
-        matches!(
-            state.as_str().to_ascii_lowercase().as_str(),
-            "deleted" | "deleting"
-        )
-    })
 }
 
 /// Creates the endpoint (or finds an earlier attempt's). moto ignores the ClientToken;

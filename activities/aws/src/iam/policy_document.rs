@@ -8,33 +8,12 @@ pub fn decode(document: &str) -> Option<Value> {
     let text = if document.trim_start().starts_with('{') {
         document.to_owned()
     } else {
-        percent_decode(document)?
+        percent_encoding::percent_decode_str(document)
+            .decode_utf8()
+            .ok()?
+            .into_owned()
     };
     serde_json::from_str(&text).ok()
-}
-
-fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let hex = text.get(i + 1..i + 3)?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            byte => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]

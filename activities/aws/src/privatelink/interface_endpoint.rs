@@ -9,10 +9,12 @@ use aws_sdk_ec2::types::{ResourceType, VpcEndpoint, VpcEndpointType};
 use hcpflow_engine::ActivityFailure;
 
 use crate::clients::AwsClients;
+use crate::ec2::endpoint_state::{is_gone, state};
 use crate::ec2::tags;
 use crate::error::from_sdk;
 use crate::lookup::{created_id, find_or_create, unless_not_found};
 use crate::naming;
+use crate::poll::Poll;
 use crate::scope::Scope;
 
 pub use hcpflow_hypershift::aws::privatelink::{
@@ -22,20 +24,6 @@ pub use hcpflow_hypershift::aws::privatelink::{
 pub const KIND: &str = "ec2:vpc-endpoint";
 
 const WAIT: Duration = Duration::from_secs(600);
-
-fn state(endpoint: &VpcEndpoint) -> String {
-    endpoint
-        .state()
-        .map(|state| state.as_str().to_ascii_lowercase())
-        .unwrap_or_default()
-}
-
-fn is_gone(endpoint: &VpcEndpoint) -> bool {
-    matches!(
-        state(endpoint).as_str(),
-        "deleted" | "deleting" | "failed" | "rejected"
-    )
-}
 
 /// Ensures the endpoint with the chosen subnets (adding any an earlier endpoint lacks).
 pub async fn create_interface_endpoint(
@@ -137,8 +125,7 @@ pub async fn wait_endpoint_zone(
     aws: &AwsClients,
     request: &WaitEndpointZone,
 ) -> Result<EndpointZone, ActivityFailure> {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let mut pause = Duration::from_millis(500);
+    let mut poll = Poll::new(WAIT);
     loop {
         let endpoint = describe(aws, &request.vpc_endpoint_id).await?;
         let Some(endpoint) = endpoint.filter(|e| !is_gone(e)) else {
@@ -168,7 +155,7 @@ pub async fn wait_endpoint_zone(
                 });
             }
         }
-        if tokio::time::Instant::now() >= deadline {
+        if !poll.again().await {
             return Err(ActivityFailure::retryable(
                 "EndpointZoneNotReady",
                 format!(
@@ -180,8 +167,6 @@ pub async fn wait_endpoint_zone(
                 ),
             ));
         }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(15));
     }
 }
 
@@ -210,20 +195,17 @@ pub async fn delete_interface_endpoint(
             scope.log.deleted(scope.resource(KIND, id));
         }
     }
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let mut pause = Duration::from_millis(500);
+    let mut poll = Poll::new(WAIT);
     while describe(aws, id)
         .await?
         .is_some_and(|e| state(&e) != "deleted")
     {
-        if tokio::time::Instant::now() >= deadline {
+        if !poll.again().await {
             return Err(ActivityFailure::retryable(
                 "EndpointNotDeleted",
                 format!("endpoint {id} is still deleting after {WAIT:?}"),
             ));
         }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(15));
     }
     Ok(())
 }

@@ -18,6 +18,7 @@ use crate::clients::AwsClients;
 use crate::error::from_sdk;
 use crate::lookup::{created_id, deleted, find_or_create, unless_not_found};
 use crate::naming;
+use crate::poll::Poll;
 use crate::privatelink::API_SERVER_PORT;
 use crate::scope::Scope;
 
@@ -183,8 +184,7 @@ pub async fn create_load_balancer(
 
 /// Polls until the NLB is `active`; returns its DNS name.
 async fn wait_active(aws: &AwsClients, arn: &str) -> Result<String, ActivityFailure> {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let mut pause = Duration::from_millis(500);
+    let mut poll = Poll::new(WAIT);
     loop {
         let found = aws
             .elbv2
@@ -210,14 +210,12 @@ async fn wait_active(aws: &AwsClients, arn: &str) -> Result<String, ActivityFail
             }
             _ => {}
         }
-        if tokio::time::Instant::now() >= deadline {
+        if !poll.again().await {
             return Err(ActivityFailure::retryable(
                 "LoadBalancerNotReady",
                 format!("load balancer {arn} is not active after {WAIT:?} (state {state:?})"),
             ));
         }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(15));
     }
 }
 
