@@ -28,15 +28,12 @@ pub type Body = BoxBody<Bytes, Infallible>;
 #[derive(Debug, Clone)]
 pub struct Shared {
     pub store: Arc<Mutex<Store>>,
-    /// Notified after every write (the persistence and operator loops listen).
-    pub written: Arc<tokio::sync::Notify>,
 }
 
 impl Shared {
     pub fn new(store: Store) -> Self {
         Self {
             store: Arc::new(Mutex::new(store)),
-            written: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
@@ -162,41 +159,10 @@ fn route(path: &str) -> Route {
 }
 
 fn query(request: &Request<Incoming>) -> HashMap<String, String> {
-    request
-        .uri()
-        .query()
-        .map(|q| {
-            q.split('&')
-                .filter_map(|pair| {
-                    let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-                    Some((decode(k)?, decode(v)?))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                out.push(u8::from_str_radix(text.get(i + 1..i + 3)?, 16).ok()?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
+    let query = request.uri().query().unwrap_or_default();
+    form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .collect()
 }
 
 /// Parses a request body: JSON, or (for apply) YAML.
@@ -253,12 +219,6 @@ pub async fn handle(
                 }
             };
             let outcome = serve(&shared, &method, &target, &params, &content_type, &body);
-            if matches!(
-                method,
-                Method::POST | Method::PUT | Method::PATCH | Method::DELETE
-            ) {
-                shared.written.notify_waiters();
-            }
             match outcome {
                 Ok((status, body)) => json_response(status, &body),
                 Err(error) => error_response(&error),
@@ -552,37 +512,38 @@ fn start_watch(
     let rt = target.rt;
     let resource = rt.qualified();
     let namespace = target.namespace.clone();
+    let matching = selectors.clone();
     let wanted = move |change: &Change| {
         change.key.resource == resource
             && namespace
                 .as_ref()
                 .is_none_or(|ns| &change.key.namespace == ns)
-            && selectors.matches(&change.object)
+            && matching.matches(&change.object)
     };
     let (tx, rx) = mpsc::channel::<Bytes>(256);
+    // Subscribed under the lock that also reads the backlog: no change falls between.
     let (mut changes, backlog, current_rv) = shared.with(|store| {
         let changes = store.subscribe();
-        let backlog = if from == 0 {
+        let backlog: Option<Vec<(&'static str, Value)>> = if from == 0 {
             Some(
                 store
-                    .list(rt, target.namespace.as_deref(), &Selectors::default())
+                    .list(rt, target.namespace.as_deref(), &selectors)
                     .into_iter()
                     .map(|object| ("ADDED", object))
-                    .collect::<Vec<_>>(),
+                    .collect(),
             )
         } else {
-            store
-                .changes_since(from)
-                .map(|list| list.into_iter().map(|c| (c.kind, c.object)).collect())
+            store.changes_since(from).map(|list| {
+                list.into_iter()
+                    .filter(|change| wanted(change))
+                    .map(|c| (c.kind, c.object))
+                    .collect()
+            })
         };
         (changes, backlog, store.resource_version())
     });
     let api_version = rt.api_version();
     let kind = rt.kind;
-    let all_selectors = Selectors::parse(
-        params.get("labelSelector").map(String::as_str),
-        params.get("fieldSelector").map(String::as_str),
-    )?;
     tokio::spawn(async move {
         let Some(backlog) = backlog else {
             let gone = ApiError::gone(format!("too old resource version: {from} ({current_rv})"));
@@ -590,8 +551,7 @@ fn start_watch(
             return;
         };
         for (event, object) in backlog {
-            if all_selectors.matches(&object) && tx.send(event_line(event, &object)).await.is_err()
-            {
+            if tx.send(event_line(event, &object)).await.is_err() {
                 return;
             }
         }

@@ -124,10 +124,7 @@ impl Operator {
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         loop {
             tick.tick().await;
-            let changed = shared.with(|store| self.reconcile(store));
-            if changed {
-                shared.written.notify_waiters();
-            }
+            shared.with(|store| self.reconcile(store));
         }
     }
 

@@ -459,11 +459,7 @@ impl Store {
             generation
         };
         meta_mut(&mut next).insert("generation".into(), json!(generation));
-        if next == {
-            let mut same = current.clone();
-            meta_mut(&mut same).insert("generation".into(), json!(generation));
-            same
-        } {
+        if next == current {
             return Ok(current); // nothing changed: no new resourceVersion, no event
         }
         let version = self.next_version();

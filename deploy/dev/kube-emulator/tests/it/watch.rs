@@ -101,3 +101,50 @@ async fn a_watch_from_a_version_no_longer_kept_gets_410() {
     assert_eq!(added, 10);
     emu.stop();
 }
+
+#[tokio::test]
+async fn a_resumed_watch_replays_only_its_own_type_and_namespace() {
+    let emu = emulator().await;
+    post(&emu, "/api/v1/namespaces", &namespace("clusters")).await;
+    post(&emu, "/api/v1/namespaces", &namespace("elsewhere")).await;
+    let (_, list) = get(&emu, "/api/v1/namespaces/clusters/configmaps").await;
+    let from = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Changes made before the watch opens: it must replay them from the log, filtered.
+    post(
+        &emu,
+        "/api/v1/namespaces/clusters/secrets",
+        &json!({"metadata": {"name": "s"}}),
+    )
+    .await;
+    post(
+        &emu,
+        "/api/v1/namespaces/elsewhere/configmaps",
+        &json!({"metadata": {"name": "other"}}),
+    )
+    .await;
+    post(
+        &emu,
+        "/api/v1/namespaces/clusters/configmaps",
+        &json!({"metadata": {"name": "mine"}}),
+    )
+    .await;
+    let mut watch = Watch::open(
+        &emu,
+        &format!("/api/v1/namespaces/clusters/configmaps?watch=true&resourceVersion={from}&timeoutSeconds=1"),
+    )
+    .await;
+    let mut names = Vec::new();
+    while let Some(event) = watch.next().await {
+        names.push(
+            event["object"]["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    assert_eq!(names, ["mine"]);
+    emu.stop();
+}
