@@ -52,6 +52,9 @@ pub struct Config {
     /// AWS region and endpoint override; credentials come from the standard AWS chain
     /// (environment, profile, instance role).
     pub aws: hcpflow_aws::AwsSettings,
+    /// The management cluster: a URL, a kubeconfig, or (neither) in-cluster / default
+    /// kubeconfig inference.
+    pub kube: hcpflow_kube::KubeSettings,
 }
 
 /// The config file: every key optional, unknown keys rejected.
@@ -74,6 +77,8 @@ pub struct ConfigFile {
     pub task_queues: Option<Vec<String>>,
     pub aws_region: Option<String>,
     pub aws_endpoint: Option<String>,
+    pub kube_url: Option<String>,
+    pub kubeconfig: Option<PathBuf>,
 }
 
 impl ConfigFile {
@@ -130,6 +135,13 @@ pub struct ConfigArgs {
     /// One endpoint for every AWS service (moto, or a proxy); unset for real AWS.
     #[arg(long, env = "HCPFLOW_AWS_ENDPOINT")]
     pub aws_endpoint: Option<String>,
+    /// The management cluster's API server URL, used without credentials (the local
+    /// emulator); unset to use a kubeconfig or in-cluster configuration.
+    #[arg(long, env = "HCPFLOW_KUBE_URL")]
+    pub kube_url: Option<String>,
+    /// A kubeconfig for the management cluster (its current context).
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
 }
 
 pub const DEFAULT_PREFIX: &str = "hcpflow";
@@ -196,6 +208,10 @@ impl ConfigArgs {
                     .unwrap_or_else(|| DEFAULT_AWS_REGION.to_owned()),
                 endpoint: self.aws_endpoint.clone().or(file.aws_endpoint),
                 static_credentials: None,
+            },
+            kube: hcpflow_kube::KubeSettings {
+                url: self.kube_url.clone().or(file.kube_url),
+                kubeconfig: self.kubeconfig.clone().or(file.kubeconfig),
             },
         })
     }
@@ -268,6 +284,8 @@ mod tests {
             task_queues: None,
             aws_region: None,
             aws_endpoint: None,
+            kube_url: None,
+            kubeconfig: None,
         }
     }
 

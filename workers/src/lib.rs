@@ -7,7 +7,8 @@
 //! - [`workflow_worker`], [`activity_worker`], [`timer_service`], [`relay`],
 //!   [`sweeper`]: the roles;
 //! - [`api`], [`submit`], [`intake`]: the public NATS API (DESIGN.md §4);
-//! - [`builtin`]: `noop_chain` and `noop_fanout`;
+//! - [`builtin`]: `noop_chain` and `noop_fanout`; [`aws_activities`] and
+//!   [`kube_activities`]: the HyperShift activities registered by type name;
 //! - [`config`], [`cli`]: configuration and the command line.
 
 pub mod activities;
@@ -23,6 +24,7 @@ pub mod eager;
 pub mod history_cache;
 pub mod intake;
 pub mod journal;
+pub mod kube_activities;
 pub mod metrics;
 pub mod migrate;
 pub mod nats;

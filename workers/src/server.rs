@@ -12,13 +12,13 @@ use async_nats::jetstream;
 use hcpflow_aws::{AwsActivities, AwsClients};
 use hcpflow_engine::Keyring;
 use hcpflow_eventstore::EventStore;
+use hcpflow_kube::{KubeActivities, KubeSettings};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::activities::ActivityRegistry;
 use crate::activity_worker::ActivityWorker;
 use crate::api::Api;
-use crate::aws_activities;
 use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::eager::EagerDispatch;
@@ -32,6 +32,7 @@ use crate::submit::Submissions;
 use crate::sweeper::Sweeper;
 use crate::timer_service::TimerService;
 use crate::workflow_worker::WorkflowWorker;
+use crate::{aws_activities, kube_activities};
 use crate::{builtin, migrate};
 
 /// What a process does. `hcpflow server` runs them all.
@@ -87,9 +88,12 @@ impl fmt::Display for Role {
     }
 }
 
-/// The workflow types and activities this binary serves; the AWS activities when
-/// `aws` is given.
-pub fn catalog(aws: Option<Arc<AwsActivities>>) -> anyhow::Result<(Catalog, ActivityRegistry)> {
+/// The workflow types and activities this binary serves; the AWS and Kubernetes
+/// activities when their clients are given.
+pub fn catalog(
+    aws: Option<Arc<AwsActivities>>,
+    kube: Option<Arc<KubeActivities>>,
+) -> anyhow::Result<(Catalog, ActivityRegistry)> {
     let mut catalog = Catalog::new();
     builtin::register_workflows(&mut catalog)?;
     let mut activities = ActivityRegistry::new();
@@ -97,7 +101,29 @@ pub fn catalog(aws: Option<Arc<AwsActivities>>) -> anyhow::Result<(Catalog, Acti
     if let Some(aws) = aws {
         aws_activities::register(&mut activities, aws);
     }
+    if let Some(kube) = kube {
+        kube_activities::register(&mut activities, kube);
+    }
     Ok((catalog, activities))
+}
+
+/// The Kubernetes activities' client. A cluster configured explicitly must be usable;
+/// with nothing configured and nothing to infer, the process runs without them.
+async fn connect_kube(
+    settings: &KubeSettings,
+    keyring: Option<Arc<Keyring>>,
+) -> anyhow::Result<Option<Arc<KubeActivities>>> {
+    match settings.connect().await {
+        Ok(client) => Ok(Some(Arc::new(KubeActivities::new(client, keyring)))),
+        Err(error) if settings.is_explicit() => {
+            Err(anyhow::Error::new(error).context("connecting to the management cluster"))
+        }
+        Err(error) => {
+            let error = format!("{:#}", anyhow::Error::new(error));
+            tracing::warn!(%error, "no management cluster configured: Kubernetes activities are not served");
+            Ok(None)
+        }
+    }
 }
 
 /// Runs `roles` until `shutdown` turns true.
@@ -134,15 +160,19 @@ pub async fn run(
         None => None,
     };
     // AWS clients only where activities run; loading them reads no credentials yet.
-    let aws = if roles.contains(&Role::Activity) {
-        Some(Arc::new(AwsActivities {
+    let (aws, kube) = if roles.contains(&Role::Activity) {
+        let aws = Arc::new(AwsActivities {
             clients: AwsClients::connect(&config.aws).await,
             keyring: keyring.clone(),
-        }))
+        });
+        (
+            Some(aws),
+            connect_kube(&config.kube, keyring.clone()).await?,
+        )
     } else {
-        None
+        (None, None)
     };
-    let (catalog, activities) = catalog(aws)?;
+    let (catalog, activities) = catalog(aws, kube)?;
     let catalog = catalog.shared();
     // Steps run workflow code in-line only where this process has the workflow role.
     let runs_workflows = roles.contains(&Role::Workflow);

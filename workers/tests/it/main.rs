@@ -8,5 +8,6 @@ mod api;
 mod auth;
 mod aws_registry;
 mod crash;
+mod kube_registry;
 mod submit;
 mod support;

@@ -9,14 +9,8 @@ pub mod oidc;
 pub mod privatelink;
 pub mod sweep;
 
+pub use crate::delete::Delete;
 use hcpflow_engine::{ActivityOptions, RetryPolicy};
-use serde::{Deserialize, Serialize};
-
-/// The compensation of the create that returned `T`: delete what it made. Serialized
-/// as `T` itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Delete<T>(pub T);
 
 /// How AWS activities run: retried with backoff for about 20 minutes (throttling and
 /// dependencies still going away are retryable; permanent failures stop at once), and

@@ -1,0 +1,141 @@
+//! Every Kubernetes activity by its type name: what a worker registers, and the one
+//! place that maps a name (`kube.apply_secrets`) to its implementation.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hcpflow_engine::{Activity, ActivityFailure, Keyring, Ledger};
+use hcpflow_hypershift::kube::hosted_cluster::*;
+use hcpflow_hypershift::kube::namespace::*;
+use hcpflow_hypershift::kube::node_pool::*;
+use hcpflow_hypershift::kube::secrets::*;
+use hcpflow_hypershift::Delete;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::{hosted_cluster, namespace, node_pool, secrets};
+
+/// How often waits look, and how long a delete waits for finalizers per attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    pub poll_interval: Duration,
+    pub delete_wait: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self {
+            poll_interval: Duration::from_secs(1),
+            delete_wait: Duration::from_secs(300),
+        }
+    }
+}
+
+/// The Kubernetes activities of one process: the management cluster's client, the
+/// seal keys that open the Secrets' values, and the waits' timing.
+#[derive(Clone)]
+pub struct KubeActivities {
+    pub client: kube::Client,
+    pub keyring: Option<Arc<Keyring>>,
+    pub timing: Timing,
+}
+
+impl fmt::Debug for KubeActivities {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KubeActivities")
+            .field("default_namespace", &self.client.default_namespace())
+            .field("keyring", &self.keyring.is_some())
+            .field("timing", &self.timing)
+            .finish()
+    }
+}
+
+impl KubeActivities {
+    pub fn new(client: kube::Client, keyring: Option<Arc<Keyring>>) -> Self {
+        Self {
+            client,
+            keyring,
+            timing: Timing::default(),
+        }
+    }
+
+    pub(crate) fn keyring(&self) -> Result<&Keyring, ActivityFailure> {
+        self.keyring.as_deref().ok_or_else(|| {
+            ActivityFailure::permanent(
+                "NoSealKey",
+                "writing the cluster's Secrets needs the seal key: set HCPFLOW_SEAL_KEY",
+            )
+        })
+    }
+}
+
+fn decode<T: DeserializeOwned>(activity_type: &str, input: Value) -> Result<T, ActivityFailure> {
+    serde_json::from_value(input).map_err(|e| {
+        ActivityFailure::permanent(
+            "InvalidInput",
+            format!("input of {activity_type} does not match its request: {e}"),
+        )
+    })
+}
+
+fn encode<T: Serialize>(output: T) -> Result<Value, ActivityFailure> {
+    serde_json::to_value(output).map_err(|e| ActivityFailure::permanent("Encoding", e.to_string()))
+}
+
+/// `activities! { Request => |this, ledger, request| future; ... }`: the list of type
+/// names and the dispatch over them, from one table.
+macro_rules! activities {
+    ($( $request:ty => |$kube:ident, $ledger:ident, $req:ident| $call:expr; )*) => {
+        /// Every Kubernetes activity type this crate implements.
+        pub const TYPES: &[&str] = &[$(<$request as Activity>::TYPE),*];
+
+        impl KubeActivities {
+            /// Runs the activity `activity_type` on `input`, noting what it creates or
+            /// deletes in `ledger`.
+            pub async fn run(&self, activity_type: &str, input: Value, ledger: &Ledger) -> Result<Value, ActivityFailure> {
+                $(
+                    if activity_type == <$request as Activity>::TYPE {
+                        let $req: $request = decode(activity_type, input)?;
+                        let $kube = self;
+                        let $ledger = ledger;
+                        return encode($call.await?);
+                    }
+                )*
+                Err(ActivityFailure::permanent(
+                    "UnknownActivity",
+                    format!("{activity_type} is not a Kubernetes activity"),
+                ))
+            }
+        }
+    };
+}
+
+activities! {
+    ApplyNamespace => |kube, ledger, r| namespace::apply_namespace(kube, &r, ledger);
+    Delete<Namespace> => |kube, ledger, r| namespace::delete_namespace(kube, &r.0, ledger);
+    ApplySecrets => |kube, ledger, r| secrets::apply_secrets(kube, &r, ledger);
+    Delete<Secrets> => |kube, ledger, r| secrets::delete_secrets(kube, &r.0, ledger);
+    CreateHostedCluster => |kube, ledger, r| hosted_cluster::create_hosted_cluster(kube, &r, ledger);
+    WaitHostedClusterAvailable => |kube, _ledger, r| hosted_cluster::wait_available(kube, &r);
+    Delete<HostedCluster> => |kube, ledger, r| hosted_cluster::delete_hosted_cluster(kube, &r.0, ledger);
+    ApplyNodePool => |kube, ledger, r| node_pool::apply_node_pool(kube, &r, ledger);
+    GetNodePool => |kube, _ledger, r| node_pool::get_node_pool(kube, &r);
+    ScaleNodePool => |kube, _ledger, r| node_pool::scale_node_pool(kube, &r);
+    WaitNodePoolReady => |kube, _ledger, r| node_pool::wait_ready(kube, &r);
+    Delete<NodePool> => |kube, ledger, r| node_pool::delete_node_pool(kube, &r.0, ledger);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_type_name_is_distinct_and_namespaced() {
+        let mut names = super::TYPES.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), super::TYPES.len());
+        assert!(names.iter().all(|n| n.starts_with("kube.")));
+        assert_eq!(names.len(), 12);
+    }
+}

@@ -1,0 +1,152 @@
+//! The HostedCluster: created, never force-applied (the operator edits parts of its
+//! spec); waited on until Available; deleted once the operator's finalizer lets go.
+
+use hcpflow_engine::{ActivityFailure, Ledger};
+use hcpflow_hypershift::kube::hosted_cluster::{
+    CreateHostedCluster, HostedCluster, HostedClusterAvailable, WaitHostedClusterAvailable,
+};
+use hcpflow_hypershift::kube::{ObjectRef, INFRA_LABEL};
+use kube::api::{DynamicObject, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::Value;
+
+use crate::delete::delete_and_wait;
+use crate::dispatch::KubeActivities;
+use crate::error::{failure, is_already_exists};
+use crate::manifest;
+use crate::resources::{hosted_clusters, object_ledger_ref, FIELD_MANAGER};
+use crate::wait::{conditions, find, poll, Look};
+
+fn api(kube: &KubeActivities, namespace: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(kube.client.clone(), namespace, &hosted_clusters())
+}
+
+/// Guarantees: a second run finds the first run's HostedCluster by name and adopts it
+/// because it carries this infra id's label; a HostedCluster of that name made for
+/// anything else is a permanent `AlreadyExists` failure and is left alone.
+pub async fn create_hosted_cluster(
+    kube: &KubeActivities,
+    request: &CreateHostedCluster,
+    ledger: &Ledger,
+) -> Result<HostedCluster, ActivityFailure> {
+    let document = manifest::hosted_cluster(request)?;
+    let object: DynamicObject = serde_json::from_value(document)
+        .map_err(|e| ActivityFailure::permanent("Encoding", e.to_string()))?;
+    let api = api(kube, &request.namespace);
+    let what = format!("HostedCluster {}/{}", request.namespace, request.name);
+    let params = PostParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PostParams::default()
+    };
+    let created = match api.create(&params, &object).await {
+        Ok(created) => created,
+        Err(e) if is_already_exists(&e) => {
+            let existing = api
+                .get(&request.name)
+                .await
+                .map_err(|e| failure(&format!("reading {what}"), e))?;
+            let owner = existing.labels().get(INFRA_LABEL).cloned();
+            if owner.as_deref() != Some(request.infra_id.as_str()) {
+                return Err(ActivityFailure::permanent(
+                    "AlreadyExists",
+                    format!(
+                        "{what} exists and was not created for infra id {} (its {INFRA_LABEL} is {})",
+                        request.infra_id,
+                        owner.as_deref().unwrap_or("absent")
+                    ),
+                ));
+            }
+            existing
+        }
+        Err(e) => return Err(failure(&format!("creating {what}"), e)),
+    };
+    let result = HostedCluster {
+        object: ObjectRef {
+            infra_id: request.infra_id.clone(),
+            namespace: request.namespace.clone(),
+            name: request.name.clone(),
+        },
+        uid: created.uid().unwrap_or_default(),
+    };
+    ledger.created(object_ledger_ref("HostedCluster", &result.object));
+    Ok(result)
+}
+
+/// Waits until `Available=True`.
+///
+/// Errors: `Degraded=True` is a permanent `HostedCluster<reason>` failure at once (the
+/// operator gave up); after `timeout_secs` a permanent `Timeout` naming the first
+/// condition that is not yet true; a HostedCluster that is gone, permanent `NotFound`.
+pub async fn wait_available(
+    kube: &KubeActivities,
+    request: &WaitHostedClusterAvailable,
+) -> Result<HostedClusterAvailable, ActivityFailure> {
+    let api = api(kube, &request.namespace);
+    let what = format!("HostedCluster {}/{}", request.namespace, request.name);
+    poll(
+        &format!("{what} is not Available"),
+        std::time::Duration::from_secs(request.timeout_secs),
+        kube.timing.poll_interval,
+        || async {
+            let object = api
+                .get_opt(&request.name)
+                .await
+                .map_err(|e| failure(&format!("reading {what}"), e))?
+                .ok_or_else(|| {
+                    ActivityFailure::permanent("NotFound", format!("{what} does not exist"))
+                })?;
+            let status = object.data.get("status");
+            let conditions = conditions(status);
+            if let Some(degraded) = find(&conditions, "Degraded").filter(|c| c.is_true()) {
+                return Err(ActivityFailure::permanent(
+                    format!("HostedCluster{}", degraded.reason),
+                    format!("{what} is degraded: {degraded}"),
+                ));
+            }
+            if find(&conditions, "Available").is_some_and(|c| c.is_true()) {
+                let text = |pointer: &str| {
+                    status
+                        .and_then(|s| s.pointer(pointer))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                };
+                return Ok(Look::Done(HostedClusterAvailable {
+                    kubeconfig_secret: text("/kubeconfig/name")
+                        .unwrap_or_else(|| format!("{}-admin-kubeconfig", request.name)),
+                    version_image: text("/version/history/0/image"),
+                }));
+            }
+            // The first condition not yet true is what blocks; none reported yet means
+            // the operator has not looked at it.
+            let blocking = conditions
+                .iter()
+                .find(|c| !c.is_true() && !matches!(c.kind.as_str(), "Progressing" | "Degraded"))
+                .map(ToString::to_string)
+                .unwrap_or_else(|| "no conditions reported yet".to_owned());
+            Ok(Look::Waiting(blocking))
+        },
+    )
+    .await
+}
+
+/// Deletes the HostedCluster and waits until its finalizer is gone.
+pub async fn delete_hosted_cluster(
+    kube: &KubeActivities,
+    cluster: &HostedCluster,
+    ledger: &Ledger,
+) -> Result<(), ActivityFailure> {
+    let object = &cluster.object;
+    let what = format!("HostedCluster {}/{}", object.namespace, object.name);
+    let existed = delete_and_wait(
+        &api(kube, &object.namespace),
+        &what,
+        &object.name,
+        kube.timing.delete_wait,
+        kube.timing.poll_interval,
+    )
+    .await?;
+    if existed {
+        ledger.deleted(object_ledger_ref("HostedCluster", object));
+    }
+    Ok(())
+}

@@ -1,0 +1,273 @@
+//! The HostedCluster and NodePool documents, built from a request (hypershift-aws.md
+//! §6.1): what `hypershift create cluster aws` would submit for the same cluster.
+
+use std::collections::BTreeMap;
+
+use hcpflow_engine::ActivityFailure;
+use hcpflow_hypershift::kube::hosted_cluster::CreateHostedCluster;
+use hcpflow_hypershift::kube::node_pool::ApplyNodePool;
+use hcpflow_hypershift::kube::INFRA_LABEL;
+use serde_json::{json, Value};
+
+use crate::resources::{HYPERSHIFT_GROUP, HYPERSHIFT_VERSION};
+
+/// The seven `spec.platform.aws.rolesRef` fields, every one required.
+pub const ROLES_REF_FIELDS: [&str; 7] = [
+    "ingressARN",
+    "imageRegistryARN",
+    "storageARN",
+    "networkARN",
+    "kubeCloudControllerARN",
+    "nodePoolManagementARN",
+    "controlPlaneOperatorARN",
+];
+
+/// AWS accepts at most 50 tags; HyperShift passes at most 25 through `resourceTags`.
+const MAX_RESOURCE_TAGS: usize = 25;
+
+const ENDPOINT_ACCESS: [&str; 3] = ["Public", "PublicAndPrivate", "Private"];
+
+fn invalid(message: String) -> ActivityFailure {
+    ActivityFailure::permanent("InvalidInput", message)
+}
+
+fn api_version() -> String {
+    format!("{HYPERSHIFT_GROUP}/{HYPERSHIFT_VERSION}")
+}
+
+/// The HostedCluster of `request`.
+///
+/// Errors: a permanent `InvalidInput` for a missing role ARN, an unknown endpoint
+/// access or too many resource tags — nothing is sent.
+pub fn hosted_cluster(request: &CreateHostedCluster) -> Result<Value, ActivityFailure> {
+    let missing: Vec<&str> = ROLES_REF_FIELDS
+        .into_iter()
+        .filter(|field| {
+            request
+                .roles_ref
+                .get(*field)
+                .is_none_or(|arn| arn.is_empty())
+        })
+        .collect();
+    if !missing.is_empty() {
+        return Err(invalid(format!(
+            "HostedCluster {}: rolesRef is missing {}",
+            request.name,
+            missing.join(", ")
+        )));
+    }
+    if let Some(unknown) = request
+        .roles_ref
+        .keys()
+        .find(|field| !ROLES_REF_FIELDS.contains(&field.as_str()))
+    {
+        return Err(invalid(format!(
+            "HostedCluster {}: rolesRef has no field {unknown}",
+            request.name
+        )));
+    }
+    if !ENDPOINT_ACCESS.contains(&request.endpoint_access.as_str()) {
+        return Err(invalid(format!(
+            "HostedCluster {}: endpoint access {:?} is not one of {}",
+            request.name,
+            request.endpoint_access,
+            ENDPOINT_ACCESS.join(", ")
+        )));
+    }
+    let owned_tag = format!("kubernetes.io/cluster/{}", request.infra_id);
+    let mut tags: BTreeMap<&str, &str> = request
+        .resource_tags
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    tags.insert(&owned_tag, "owned");
+    if tags.len() > MAX_RESOURCE_TAGS {
+        return Err(invalid(format!(
+            "HostedCluster {}: {} resource tags, at most {MAX_RESOURCE_TAGS} with the owned tag",
+            request.name,
+            tags.len()
+        )));
+    }
+    let resource_tags: Vec<Value> = tags
+        .into_iter()
+        .map(|(key, value)| json!({"key": key, "value": value}))
+        .collect();
+    // The API server is published by load balancer, unless only private access is
+    // wanted; the other services by Route (as the CLI does on AWS).
+    let api_server = if request.endpoint_access == "Private" {
+        json!({"type": "Route"})
+    } else {
+        json!({"type": "LoadBalancer"})
+    };
+    let route = json!({"type": "Route"});
+    Ok(json!({
+        "apiVersion": api_version(),
+        "kind": "HostedCluster",
+        "metadata": {
+            "name": request.name,
+            "namespace": request.namespace,
+            "labels": {INFRA_LABEL: request.infra_id},
+            "annotations": request.annotations,
+        },
+        "spec": {
+            "infraID": request.infra_id,
+            "issuerURL": request.issuer_url,
+            "release": {"image": request.release_image},
+            "pullSecret": {"name": request.secrets.pull_secret},
+            "sshKey": {"name": request.secrets.ssh_key},
+            "secretEncryption": {
+                "type": "aescbc",
+                "aescbc": {"activeKey": {"name": request.secrets.etcd_encryption_key}},
+            },
+            "serviceAccountSigningKey": {"name": request.secrets.service_account_signing_key},
+            "networking": {
+                "networkType": "OVNKubernetes",
+                "machineNetwork": [{"cidr": request.vpc_cidr}],
+                "clusterNetwork": [{"cidr": "10.132.0.0/14"}],
+                "serviceNetwork": [{"cidr": "172.31.0.0/16"}],
+            },
+            "dns": {
+                "baseDomain": request.base_domain,
+                "publicZoneID": request.public_zone_id,
+                "privateZoneID": request.private_zone_id,
+            },
+            "platform": {
+                "type": "AWS",
+                "aws": {
+                    "region": request.region,
+                    "endpointAccess": request.endpoint_access,
+                    "rolesRef": request.roles_ref,
+                    "cloudProviderConfig": {
+                        "vpc": request.vpc_id,
+                        "subnet": {"id": request.subnet_id},
+                        "zone": request.zone,
+                    },
+                    "resourceTags": resource_tags,
+                },
+            },
+            "services": [
+                {"service": "APIServer", "servicePublishingStrategy": api_server},
+                {"service": "OAuthServer", "servicePublishingStrategy": route},
+                {"service": "Konnectivity", "servicePublishingStrategy": route},
+                {"service": "Ignition", "servicePublishingStrategy": route},
+            ],
+            "etcd": {
+                "managementType": "Managed",
+                "managed": {"storage": {
+                    "type": "PersistentVolume",
+                    "persistentVolume": {"size": "8Gi"},
+                }},
+            },
+            "controllerAvailabilityPolicy": "SingleReplica",
+            "infrastructureAvailabilityPolicy": "SingleReplica",
+        },
+    }))
+}
+
+/// The NodePool of `request`, with `replicas` as its count.
+pub fn node_pool(request: &ApplyNodePool, replicas: i32) -> Result<Value, ActivityFailure> {
+    if replicas < 0 {
+        return Err(invalid(format!(
+            "NodePool {}: replicas {replicas} is negative",
+            request.name
+        )));
+    }
+    Ok(json!({
+        "apiVersion": api_version(),
+        "kind": "NodePool",
+        "metadata": {
+            "name": request.name,
+            "namespace": request.namespace,
+            "labels": {INFRA_LABEL: request.infra_id},
+            "annotations": request.annotations,
+        },
+        "spec": {
+            "clusterName": request.cluster,
+            "release": {"image": request.release_image},
+            "replicas": replicas,
+            "arch": "amd64",
+            "management": {"upgradeType": "Replace", "autoRepair": false},
+            "platform": {
+                "type": "AWS",
+                "aws": {
+                    "instanceType": request.instance_type,
+                    "instanceProfile": request.instance_profile,
+                    "subnet": {"id": request.subnet_id},
+                    "rootVolume": {"size": 120, "type": "gp3"},
+                },
+            },
+        },
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hcpflow_hypershift::kube::secrets::Secrets;
+
+    fn request() -> CreateHostedCluster {
+        CreateHostedCluster {
+            infra_id: "demo-x7k2p".into(),
+            name: "demo".into(),
+            namespace: "clusters".into(),
+            release_image: "quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64".into(),
+            region: "us-east-1".into(),
+            endpoint_access: "PublicAndPrivate".into(),
+            base_domain: "example.com".into(),
+            public_zone_id: "Z1".into(),
+            private_zone_id: "Z2".into(),
+            issuer_url: "https://b.s3.us-east-1.amazonaws.com/demo-x7k2p".into(),
+            vpc_id: "vpc-1".into(),
+            vpc_cidr: "10.0.0.0/16".into(),
+            zone: "us-east-1a".into(),
+            subnet_id: "subnet-1".into(),
+            roles_ref: ROLES_REF_FIELDS
+                .iter()
+                .map(|f| (f.to_string(), format!("arn:aws:iam::1:role/{f}")))
+                .collect(),
+            secrets: Secrets {
+                infra_id: "demo-x7k2p".into(),
+                namespace: "clusters".into(),
+                pull_secret: "demo-pull-secret".into(),
+                ssh_key: "demo-ssh-key".into(),
+                etcd_encryption_key: "demo-etcd-encryption-key".into(),
+                service_account_signing_key: "demo-sa-token-issuer-key".into(),
+            },
+            resource_tags: BTreeMap::new(),
+            annotations: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn the_hosted_cluster_carries_the_platform_fields_and_the_secret_references() {
+        let hc = hosted_cluster(&request()).unwrap();
+        assert_eq!(hc["metadata"]["labels"][INFRA_LABEL], "demo-x7k2p");
+        assert_eq!(hc["spec"]["infraID"], "demo-x7k2p");
+        assert_eq!(hc["spec"]["platform"]["type"], "AWS");
+        assert_eq!(
+            hc["spec"]["serviceAccountSigningKey"]["name"],
+            "demo-sa-token-issuer-key"
+        );
+        assert_eq!(
+            hc["spec"]["platform"]["aws"]["rolesRef"]["controlPlaneOperatorARN"],
+            "arn:aws:iam::1:role/controlPlaneOperatorARN"
+        );
+        assert_eq!(
+            hc["spec"]["platform"]["aws"]["resourceTags"],
+            json!([{"key": "kubernetes.io/cluster/demo-x7k2p", "value": "owned"}])
+        );
+        assert_eq!(hc["spec"]["dns"]["privateZoneID"], "Z2");
+    }
+
+    #[test]
+    fn a_missing_role_or_an_unknown_access_is_rejected_before_anything_is_sent() {
+        let mut missing = request();
+        missing.roles_ref.remove("storageARN");
+        let failure = hosted_cluster(&missing).unwrap_err();
+        assert_eq!(failure.kind, "InvalidInput");
+        assert!(failure.message.contains("storageARN"));
+        let mut access = request();
+        access.endpoint_access = "Internal".into();
+        assert!(!hosted_cluster(&access).unwrap_err().retryable);
+    }
+}

@@ -1,0 +1,50 @@
+//! The cluster's Secrets: pull secret, SSH key, etcd encryption key and the
+//! service-account signing key. Secret values travel sealed and are unsealed only in
+//! the activity that writes them.
+
+use hcpflow_engine::Sealed;
+use serde::{Deserialize, Serialize};
+
+use crate::kube::{kube_activity, Delete};
+
+/// Server-side applies `<name>-pull-secret`, `<name>-ssh-key`,
+/// `<name>-etcd-encryption-key` (32 random bytes, generated once and kept by later
+/// applies) and `<name>-sa-token-issuer-key`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplySecrets {
+    pub infra_id: String,
+    /// The cluster's name: the Secrets' name prefix.
+    pub cluster: String,
+    pub namespace: String,
+    /// The `.dockerconfigjson` document.
+    pub pull_secret: Sealed<String>,
+    pub ssh_public_key: String,
+    /// The service-account signing key, PKCS#8 PEM.
+    pub signing_key: Sealed<String>,
+}
+
+/// The Secrets' names, as the HostedCluster references them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Secrets {
+    pub infra_id: String,
+    pub namespace: String,
+    pub pull_secret: String,
+    pub ssh_key: String,
+    pub etcd_encryption_key: String,
+    pub service_account_signing_key: String,
+}
+
+impl Secrets {
+    /// Every Secret's name.
+    pub fn names(&self) -> [&str; 4] {
+        [
+            &self.pull_secret,
+            &self.ssh_key,
+            &self.etcd_encryption_key,
+            &self.service_account_signing_key,
+        ]
+    }
+}
+
+kube_activity!(ApplySecrets => Secrets, "kube.apply_secrets");
+kube_activity!(Delete<Secrets> => (), "kube.delete_secrets");
