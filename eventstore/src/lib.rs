@@ -10,6 +10,7 @@
 //! - [`history`]: reading a history page by page, and verifying its hash chain;
 //! - [`index`], [`outbox`], [`timers`], [`ledger`]: the tables written alongside;
 //! - [`published`]: how far each workflow's events are on the events stream;
+//! - [`registry`]: the cluster registry (name → infra id, create workflow, state);
 //! - [`migrate`]: the embedded migrations and the application role's grants.
 
 pub mod append;
@@ -23,6 +24,7 @@ pub mod migrate;
 pub mod outbox;
 pub mod published;
 pub mod record;
+pub mod registry;
 mod store;
 pub mod timers;
 

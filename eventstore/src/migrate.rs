@@ -19,6 +19,7 @@ const APPLICATION_GRANTS: &[&str] = &[
     "GRANT SELECT, INSERT, UPDATE ON workflows TO {role}",
     "GRANT SELECT, INSERT, UPDATE, DELETE ON outbox, timers TO {role}",
     "GRANT SELECT, INSERT ON resource_ledger TO {role}",
+    "GRANT SELECT, INSERT, UPDATE ON cluster_registry TO {role}",
     "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}",
 ];
 

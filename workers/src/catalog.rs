@@ -22,6 +22,9 @@ pub struct TypeInfo {
     pub secret_pointers: Vec<String>,
     /// JSON pointer of the field whose value is the concurrency key (`/name`).
     pub concurrency_key_pointer: Option<String>,
+    /// The concurrency key names a cluster this workflow creates: a start while that
+    /// name is live in the cluster registry is refused with `conflict`.
+    pub claims_cluster_name: bool,
 }
 
 impl TypeInfo {
@@ -31,6 +34,7 @@ impl TypeInfo {
             validate,
             secret_pointers: Vec::new(),
             concurrency_key_pointer: None,
+            claims_cluster_name: false,
         }
     }
 }

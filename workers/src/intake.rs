@@ -91,6 +91,9 @@ impl Intake {
             ),
             None => None,
         };
+        if let (true, Some(name)) = (info.claims_cluster_name, &concurrency_key) {
+            self.check_name_is_free(name, &id).await?;
+        }
         let digest = self.digest(&request.workflow_type, &request.input);
         let input = self.seal(request.input, &info.secret_pointers)?;
 
@@ -122,6 +125,24 @@ impl Intake {
                 format!("workflow {id} already exists with another type or input"),
             )),
             Err(other) => Err(other.into()),
+        }
+    }
+
+    /// A create of a name whose cluster is live is refused, unless it is this same
+    /// create again (an idempotent resubmission). Two creates racing past this check
+    /// are still serialized by the concurrency key, and the loser's registration fails.
+    async fn check_name_is_free(&self, name: &str, id: &WorkflowId) -> Result<(), ApiError> {
+        match self.journal.store.live_cluster(name).await? {
+            Some(live) if &live.create_workflow_id != id => Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "cluster {name} already exists (infra id {}, state {}, created by workflow {}); destroy it first",
+                    live.infra_id,
+                    live.state.as_str(),
+                    live.create_workflow_id
+                ),
+            )),
+            _ => Ok(()),
         }
     }
 

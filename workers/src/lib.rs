@@ -7,8 +7,9 @@
 //! - [`workflow_worker`], [`activity_worker`], [`timer_service`], [`relay`],
 //!   [`sweeper`]: the roles;
 //! - [`api`], [`submit`], [`intake`]: the public NATS API (DESIGN.md §4);
-//! - [`builtin`]: `noop_chain` and `noop_fanout`; [`aws_activities`] and
-//!   [`kube_activities`]: the HyperShift activities registered by type name;
+//! - [`builtin`]: `noop_chain` and `noop_fanout`; [`hypershift`]: the HyperShift
+//!   workflows; [`aws_activities`], [`kube_activities`] and [`registry_activities`]:
+//!   the activities they call, registered by type name;
 //! - [`config`], [`cli`]: configuration and the command line.
 
 pub mod activities;
@@ -22,12 +23,14 @@ pub mod cli;
 pub mod config;
 pub mod eager;
 pub mod history_cache;
+pub mod hypershift;
 pub mod intake;
 pub mod journal;
 pub mod kube_activities;
 pub mod metrics;
 pub mod migrate;
 pub mod nats;
+pub mod registry_activities;
 pub mod relay;
 pub mod server;
 pub mod step;

@@ -33,7 +33,7 @@ use crate::sweeper::Sweeper;
 use crate::timer_service::TimerService;
 use crate::workflow_worker::WorkflowWorker;
 use crate::{aws_activities, kube_activities};
-use crate::{builtin, migrate};
+use crate::{builtin, hypershift, migrate, registry_activities};
 
 /// What a process does. `hcpflow server` runs them all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -96,6 +96,7 @@ pub fn catalog(
 ) -> anyhow::Result<(Catalog, ActivityRegistry)> {
     let mut catalog = Catalog::new();
     builtin::register_workflows(&mut catalog)?;
+    hypershift::register_workflows(&mut catalog)?;
     let mut activities = ActivityRegistry::new();
     builtin::register_activities(&mut activities);
     if let Some(aws) = aws {
@@ -172,7 +173,8 @@ pub async fn run(
     } else {
         (None, None)
     };
-    let (catalog, activities) = catalog(aws, kube)?;
+    let (catalog, mut activities) = catalog(aws, kube)?;
+    registry_activities::register_all(&mut activities, Arc::new(store.clone()));
     let catalog = catalog.shared();
     // Steps run workflow code in-line only where this process has the workflow role.
     let runs_workflows = roles.contains(&Role::Workflow);

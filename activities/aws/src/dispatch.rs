@@ -8,6 +8,7 @@ use hcpflow_hypershift::aws::dns::*;
 use hcpflow_hypershift::aws::iam::*;
 use hcpflow_hypershift::aws::network::*;
 use hcpflow_hypershift::aws::oidc::*;
+use hcpflow_hypershift::aws::prerequisites::*;
 use hcpflow_hypershift::aws::privatelink::*;
 use hcpflow_hypershift::aws::sweep::*;
 use hcpflow_hypershift::aws::Delete;
@@ -17,7 +18,7 @@ use serde_json::Value;
 
 use crate::clients::AwsClients;
 use crate::scope::Scope;
-use crate::{ec2, iam, oidc, privatelink, route53, sweep};
+use crate::{ec2, iam, oidc, prerequisites, privatelink, route53, sweep};
 
 /// The AWS activities of one process: its clients, and the seal keys the signing-key
 /// activity seals with.
@@ -84,6 +85,7 @@ activities! {
     CreateS3Endpoint => |aws, scope, r| ec2::s3_endpoint::create_s3_endpoint(&aws.clients, scope, &r);
     Delete<S3Endpoint> => |aws, scope, r| ec2::s3_endpoint::delete_s3_endpoint(&aws.clients, scope, &r.0);
     FindPublicZone => |aws, _scope, r| route53::public_zone::find_public_zone(&aws.clients, &r);
+    CheckPrerequisites => |aws, _scope, r| prerequisites::check_prerequisites(&aws.clients, &r);
     CreatePrivateZone => |aws, scope, r| route53::zone::create_private_zone(&aws.clients, scope, &r);
     Delete<HostedZone> => |aws, scope, r| route53::zone::delete_zone(&aws.clients, scope, &r.0);
     Cname => |aws, scope, r| route53::records::upsert_cname(&aws.clients, scope, &r);
@@ -131,6 +133,6 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), super::TYPES.len());
         assert!(names.iter().all(|n| n.starts_with("aws.")));
-        assert_eq!(names.len(), 39);
+        assert_eq!(names.len(), 40);
     }
 }

@@ -22,16 +22,19 @@ pub mod ec2;
 pub mod error;
 pub mod iam;
 pub mod lookup;
-pub mod naming;
-pub mod network_plan;
 pub mod oidc;
 pub mod policies;
 pub mod poll;
+pub mod prerequisites;
 pub mod privatelink;
 pub mod roles;
 pub mod route53;
 pub mod scope;
 pub mod sweep;
+
+// Names, tags and the subnet plan are the workflows' as much as ours: they live in
+// hcpflow-hypershift and are re-exported under their old paths.
+pub use hcpflow_hypershift::{naming, network_plan};
 
 pub use clients::{AwsClients, AwsSettings};
 pub use dispatch::AwsActivities;

@@ -96,6 +96,15 @@ impl OperatorRole {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_workflows_table_of_roles_matches_this_one() {
+        let here: Vec<(&str, &str)> = super::OPERATOR_ROLES
+            .iter()
+            .map(|role| (role.suffix, role.roles_ref))
+            .collect();
+        assert_eq!(here, hcpflow_hypershift::aws::iam::OPERATOR_ROLES.to_vec());
+    }
+
     use super::*;
 
     #[test]

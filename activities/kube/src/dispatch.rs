@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use hcpflow_engine::{Activity, ActivityFailure, Keyring, Ledger};
 use hcpflow_hypershift::kube::hosted_cluster::*;
+use hcpflow_hypershift::kube::leftovers::*;
 use hcpflow_hypershift::kube::namespace::*;
 use hcpflow_hypershift::kube::node_pool::*;
 use hcpflow_hypershift::kube::secrets::*;
@@ -15,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{hosted_cluster, namespace, node_pool, secrets};
+use crate::{hosted_cluster, leftovers, namespace, node_pool, secrets};
 
 /// How often waits look, and how long a delete waits for finalizers per attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +126,7 @@ activities! {
     ScaleNodePool => |kube, _ledger, r| node_pool::scale_node_pool(kube, &r);
     WaitNodePoolReady => |kube, _ledger, r| node_pool::wait_ready(kube, &r);
     Delete<NodePool> => |kube, ledger, r| node_pool::delete_node_pool(kube, &r.0, ledger);
+    FindKubeLeftovers => |kube, _ledger, r| leftovers::find_leftovers(kube, &r);
 }
 
 #[cfg(test)]
@@ -136,6 +138,6 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), super::TYPES.len());
         assert!(names.iter().all(|n| n.starts_with("kube.")));
-        assert_eq!(names.len(), 12);
+        assert_eq!(names.len(), 13);
     }
 }

@@ -10,6 +10,7 @@
 //! - [`manifest`]: the HostedCluster and NodePool documents, built from a request;
 //! - [`namespace`], [`secrets`], [`hosted_cluster`], [`node_pool`]: the activities;
 //! - [`wait`], [`delete`]: polling for a condition, and delete-until-gone;
+//! - [`leftovers`]: what the cluster still holds of an infra id (destroy's last check);
 //! - [`dispatch`]: every activity by its type name.
 //!
 //! Every activity may run more than once (at-least-once execution); each is written so
@@ -20,6 +21,7 @@ pub mod delete;
 pub mod dispatch;
 pub mod error;
 pub mod hosted_cluster;
+pub mod leftovers;
 pub mod manifest;
 pub mod namespace;
 pub mod node_pool;

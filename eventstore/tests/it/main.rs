@@ -12,5 +12,6 @@ mod claims;
 mod concurrency;
 mod known_and_published;
 mod large_history;
+mod registry;
 mod support;
 mod tamper;

@@ -8,6 +8,7 @@ mod api;
 mod auth;
 mod aws_registry;
 mod crash;
+mod hosted_cluster;
 mod kube_registry;
 mod submit;
 mod support;

@@ -6,6 +6,7 @@ pub mod dns;
 pub mod iam;
 pub mod network;
 pub mod oidc;
+pub mod prerequisites;
 pub mod privatelink;
 pub mod sweep;
 

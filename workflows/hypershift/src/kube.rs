@@ -7,6 +7,7 @@
 //! a later attempt adopts only what carries its own infra id.
 
 pub mod hosted_cluster;
+pub mod leftovers;
 pub mod namespace;
 pub mod node_pool;
 pub mod secrets;

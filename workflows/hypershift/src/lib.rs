@@ -2,15 +2,24 @@
 //! `destroy_hosted_cluster`, one module each, with the typed activity requests and
 //! responses they call.
 //!
-//! Where to start reading: [`aws`] and [`kube`], the activities' requests, results and
-//! type names (implemented in `hcpflow-aws` and `hcpflow-kube`); [`Delete`], the
-//! compensation of a create, whose request is the create's result.
-//!
-//! Status: the activity contracts only. The workflows arrive with the "HyperShift
-//! workflows end to end" issue.
+//! Where to start reading:
+//! - [`create`], [`scale`], [`destroy`]: the three workflows, and [`input`] — their
+//!   inputs (a public contract) and the validation of a create;
+//! - [`aws`], [`kube`], [`registry`]: the activities' requests, results and type names
+//!   (implemented in `hcpflow-aws`, `hcpflow-kube` and the workers);
+//! - [`Delete`]: the compensation of a create, whose request is the create's result;
+//! - [`naming`], [`network_plan`]: AWS names and tags, and the subnet plan.
 
 pub mod aws;
+pub mod create;
 pub mod delete;
+pub mod destroy;
+pub mod input;
 pub mod kube;
+pub mod naming;
+pub mod network_plan;
+pub mod privatelink;
+pub mod registry;
+pub mod scale;
 
 pub use delete::Delete;

@@ -99,13 +99,39 @@ pub async fn create_dhcp_options(
     Ok(DhcpOptions { dhcp_options_id })
 }
 
-/// Deletes the options; gone is done. While a VPC still uses them AWS answers
-/// `DependencyViolation` (retried): they go after the VPC.
+/// Deletes the options, first moving any VPC still using them back to the default
+/// options; gone is done. Runs before or after the VPC's delete alike.
 pub async fn delete_dhcp_options(
     aws: &AwsClients,
     scope: &Scope<'_>,
     options: &DhcpOptions,
 ) -> Result<(), ActivityFailure> {
+    // Options still associated cannot be deleted; the VPC may outlive them (a rollback
+    // undoes the association's create after the VPC's, newest first), so move any VPC
+    // still using them back to `default` first.
+    let using = aws
+        .ec2
+        .describe_vpcs()
+        .filters(
+            aws_sdk_ec2::types::Filter::builder()
+                .name("dhcp-options-id")
+                .values(&options.dhcp_options_id)
+                .build(),
+        )
+        .send()
+        .await
+        .map_err(from_sdk)?;
+    for vpc in using.vpcs() {
+        if let Some(vpc_id) = vpc.vpc_id() {
+            aws.ec2
+                .associate_dhcp_options()
+                .dhcp_options_id("default")
+                .vpc_id(vpc_id)
+                .send()
+                .await
+                .map_err(from_sdk)?;
+        }
+    }
     let result = aws
         .ec2
         .delete_dhcp_options()

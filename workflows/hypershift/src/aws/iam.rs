@@ -51,6 +51,19 @@ pub struct WorkerProfile {
     pub instance_profile_arn: String,
 }
 
+/// The seven operator roles: the suffix of the role's name (`<infra-id>-<suffix>`) and
+/// the HostedCluster's `spec.platform.aws.rolesRef` field that takes its ARN, in the
+/// order they are created.
+pub const OPERATOR_ROLES: [(&str, &str); 7] = [
+    ("openshift-ingress", "ingressARN"),
+    ("openshift-image-registry", "imageRegistryARN"),
+    ("aws-ebs-csi-driver-controller", "storageARN"),
+    ("cloud-controller", "kubeCloudControllerARN"),
+    ("node-pool", "nodePoolManagementARN"),
+    ("control-plane-operator", "controlPlaneOperatorARN"),
+    ("cloud-network-config-controller", "networkARN"),
+];
+
 aws_activity!(CreateOidcProvider => OidcProvider, "aws.create_oidc_provider");
 aws_activity!(Delete<OidcProvider> => (), "aws.delete_oidc_provider");
 aws_activity!(CreateOperatorRole => Role, "aws.create_operator_role");

@@ -1,0 +1,86 @@
+//! The prerequisites of a create, checked before anything is made: the OIDC bucket
+//! exists (and where), and the management VPC and subnets PrivateLink uses exist, the
+//! subnets in that VPC.
+
+use hcpflow_engine::ActivityFailure;
+
+use crate::clients::AwsClients;
+use crate::error::from_sdk;
+
+pub use hcpflow_hypershift::aws::prerequisites::{CheckPrerequisites, Prerequisites};
+
+fn missing(what: String) -> ActivityFailure {
+    ActivityFailure::permanent(
+        "MissingPrerequisite",
+        format!("{what}: it is a prerequisite, create it before the cluster"),
+    )
+}
+
+/// Errors: a permanent `OidcBucketMissing` or `MissingPrerequisite` naming what is
+/// missing; AWS errors classified as usual.
+pub async fn check_prerequisites(
+    aws: &AwsClients,
+    request: &CheckPrerequisites,
+) -> Result<Prerequisites, ActivityFailure> {
+    crate::oidc::documents::check_bucket(aws, &request.oidc_bucket).await?;
+    let region = aws
+        .s3
+        .head_bucket()
+        .bucket(&request.oidc_bucket)
+        .send()
+        .await
+        .ok()
+        .and_then(|head| head.bucket_region().map(str::to_owned))
+        .unwrap_or_else(|| aws.region.clone());
+    if let Some(vpc_id) = &request.management_vpc_id {
+        let vpcs = aws
+            .ec2
+            .describe_vpcs()
+            .filters(
+                aws_sdk_ec2::types::Filter::builder()
+                    .name("vpc-id")
+                    .values(vpc_id)
+                    .build(),
+            )
+            .send()
+            .await
+            .map_err(from_sdk)?;
+        if vpcs.vpcs().is_empty() {
+            return Err(missing(format!(
+                "the management VPC {vpc_id} does not exist"
+            )));
+        }
+        let subnets = aws
+            .ec2
+            .describe_subnets()
+            .filters(
+                aws_sdk_ec2::types::Filter::builder()
+                    .name("vpc-id")
+                    .values(vpc_id)
+                    .build(),
+            )
+            .send()
+            .await
+            .map_err(from_sdk)?;
+        let found: Vec<&str> = subnets
+            .subnets()
+            .iter()
+            .filter_map(|s| s.subnet_id())
+            .collect();
+        let absent: Vec<&str> = request
+            .management_subnet_ids
+            .iter()
+            .map(String::as_str)
+            .filter(|id| !found.contains(id))
+            .collect();
+        if !absent.is_empty() {
+            return Err(missing(format!(
+                "the management subnets {} are not in VPC {vpc_id}",
+                absent.join(", ")
+            )));
+        }
+    }
+    Ok(Prerequisites {
+        oidc_bucket_region: region,
+    })
+}

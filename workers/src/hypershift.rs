@@ -1,0 +1,43 @@
+//! The HyperShift workflow types, registered with what intake needs to know of each:
+//! the validation of its input, the secret fields sealed at intake, and the cluster
+//! name as the concurrency key (create, scale and destroy of one cluster never run at
+//! once; different clusters run in parallel).
+
+use hcpflow_hypershift::input::{validate_create, validate_destroy, validate_scale};
+use hcpflow_hypershift::{create, destroy, scale};
+
+use crate::catalog::{Catalog, TypeInfo};
+
+pub fn register_workflows(catalog: &mut Catalog) -> anyhow::Result<()> {
+    catalog.register(
+        create::TYPE,
+        create::create_hosted_cluster,
+        TypeInfo {
+            validate: validate_create,
+            secret_pointers: vec!["/pull_secret".to_owned()],
+            concurrency_key_pointer: Some("/name".to_owned()),
+            claims_cluster_name: true,
+        },
+    )?;
+    catalog.register(
+        scale::TYPE,
+        scale::scale_node_pool,
+        TypeInfo {
+            validate: validate_scale,
+            secret_pointers: Vec::new(),
+            concurrency_key_pointer: Some("/cluster".to_owned()),
+            claims_cluster_name: false,
+        },
+    )?;
+    catalog.register(
+        destroy::TYPE,
+        destroy::destroy_hosted_cluster,
+        TypeInfo {
+            validate: validate_destroy,
+            secret_pointers: Vec::new(),
+            concurrency_key_pointer: Some("/cluster".to_owned()),
+            claims_cluster_name: false,
+        },
+    )?;
+    Ok(())
+}

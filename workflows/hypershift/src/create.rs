@@ -1,0 +1,526 @@
+//! `create_hosted_cluster` (DESIGN.md §5): validate, register the name, check the
+//! prerequisites, then network → OIDC → IAM → PrivateLink (unless Public) → control
+//! plane → NodePools. Every create registers its compensation as soon as it has
+//! succeeded, so a failure after retries rolls back exactly what exists, newest first,
+//! and a later destroy can run the same compensations.
+
+use std::collections::BTreeMap;
+
+use hcpflow_engine::{Sealed, WorkflowContext, WorkflowError};
+use serde::{Deserialize, Serialize};
+
+use crate::aws::dns::{CreatePrivateZone, FindPublicZone, HostedZone};
+use crate::aws::iam::{
+    CreateOidcProvider, CreateOperatorRole, CreateWorkerProfile, OidcProvider, Role, WorkerProfile,
+    OPERATOR_ROLES,
+};
+use crate::aws::network::{
+    CreateDhcpOptions, CreateInternetGateway, CreateNatGateway, CreateRouteTable, CreateS3Endpoint,
+    CreateSubnet, CreateVpc, DefaultRoute, Exposure, NatGateway, Subnet,
+};
+use crate::aws::oidc::{GenerateSigningKey, OidcDocuments, PublishOidcDocuments, SigningKey};
+use crate::aws::prerequisites::CheckPrerequisites;
+use crate::input::{
+    CreateClusterInput, NodePoolSpec, DEFAULT_CONTROL_PLANE_TIMEOUT_SECS,
+    DEFAULT_NODE_POOL_TIMEOUT_SECS,
+};
+use crate::kube::hosted_cluster::{CreateHostedCluster, WaitHostedClusterAvailable};
+use crate::kube::namespace::ApplyNamespace;
+use crate::kube::node_pool::{ApplyNodePool, ScaleNodePool, WaitNodePoolReady};
+use crate::kube::secrets::ApplySecrets;
+use crate::privatelink::{privatelink, PrivateLink};
+use crate::registry::{ClusterState, MarkCluster, RegisterCluster};
+use crate::{naming, network_plan, Delete};
+
+pub const TYPE: &str = "create_hosted_cluster";
+
+pub type Input = CreateClusterInput<Sealed<String>>;
+
+/// What a create made (DESIGN.md §5 step 8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateOutput {
+    pub name: String,
+    pub infra_id: String,
+    pub namespace: String,
+    pub region: String,
+    pub endpoint_access: String,
+    pub vpc_id: String,
+    pub private_subnet_ids: Vec<String>,
+    pub public_subnet_ids: Vec<String>,
+    pub nat_gateway_ids: Vec<String>,
+    pub public_zone_id: String,
+    pub private_zone_id: String,
+    pub local_zone_id: String,
+    pub issuer_url: String,
+    pub oidc_provider_arn: String,
+    /// The operator roles' ARNs by role suffix.
+    pub role_arns: BTreeMap<String, String>,
+    pub worker_instance_profile: String,
+    pub privatelink: Option<PrivateLink>,
+    pub kubeconfig_secret: String,
+    /// NodePool name → ready replicas.
+    pub node_pools: BTreeMap<String, i32>,
+}
+
+/// The guest network.
+#[derive(Debug, Clone)]
+pub(crate) struct Network {
+    pub(crate) vpc_id: String,
+    pub(crate) private_subnets: Vec<Subnet>,
+    pub(crate) public_subnets: Vec<Subnet>,
+    pub(crate) nat_gateways: Vec<NatGateway>,
+    pub(crate) private_zone: HostedZone,
+    pub(crate) local_zone: HostedZone,
+}
+
+pub async fn create_hosted_cluster(
+    ctx: WorkflowContext,
+    input: Input,
+) -> Result<CreateOutput, WorkflowError> {
+    let problems = input.problems(None);
+    if !problems.is_empty() {
+        return Err(WorkflowError::InvalidInput(problems.join("; ")));
+    }
+    ctx.keep_on_failure(input.keep_on_failure);
+    let create_workflow_id = ctx.workflow_id().to_string();
+    let infra_id = input.infra_id_for(&create_workflow_id);
+    let registered = ctx
+        .activity(RegisterCluster {
+            name: input.name.clone(),
+            infra_id: infra_id.clone(),
+            namespace: input.namespace.clone(),
+            create_workflow_id: create_workflow_id.clone(),
+        })
+        .await?;
+    ctx.on_rollback(Delete(registered));
+    let outcome = build(&ctx, &input, &infra_id).await;
+    if outcome.is_err() && input.keep_on_failure {
+        // Kept on failure: the name stays taken until a destroy removes what is left.
+        ctx.activity(MarkCluster {
+            create_workflow_id,
+            state: ClusterState::Failed,
+        })
+        .await?;
+    }
+    outcome
+}
+
+async fn build(
+    ctx: &WorkflowContext,
+    input: &Input,
+    infra_id: &str,
+) -> Result<CreateOutput, WorkflowError> {
+    let public_zone = ctx
+        .activity(FindPublicZone {
+            base_domain: input.base_domain.clone(),
+        })
+        .await?;
+    let prerequisites = ctx
+        .activity(CheckPrerequisites {
+            oidc_bucket: input.oidc_bucket.clone(),
+            management_vpc_id: (!input.is_public())
+                .then(|| input.management.as_ref().map(|m| m.vpc_id.clone()))
+                .flatten(),
+            management_subnet_ids: if input.is_public() {
+                Vec::new()
+            } else {
+                input
+                    .management
+                    .as_ref()
+                    .map(|m| m.subnet_ids.clone())
+                    .unwrap_or_default()
+            },
+        })
+        .await?;
+
+    let network = network(ctx, input, infra_id).await?;
+    let (signing_key, documents, provider) =
+        oidc(ctx, input, infra_id, &prerequisites.oidc_bucket_region).await?;
+    let (roles, worker) = iam(ctx, infra_id, &provider, &public_zone.zone_id, &network).await?;
+    let role_arn = |suffix: &str| {
+        roles
+            .iter()
+            .find(|(s, _)| s == suffix)
+            .map(|(_, role)| role.arn.clone())
+            .unwrap_or_default()
+    };
+    let privatelink = match (&input.management, input.is_public()) {
+        (Some(management), false) => Some(
+            privatelink(
+                ctx,
+                infra_id,
+                input,
+                management,
+                &network,
+                &role_arn("control-plane-operator"),
+            )
+            .await?,
+        ),
+        _ => None,
+    };
+
+    // The control plane.
+    let namespace = ctx
+        .activity(ApplyNamespace {
+            infra_id: infra_id.to_owned(),
+            namespace: input.namespace.clone(),
+        })
+        .await?;
+    ctx.on_rollback(Delete(namespace));
+    let secrets = ctx
+        .activity(ApplySecrets {
+            infra_id: infra_id.to_owned(),
+            cluster: input.name.clone(),
+            namespace: input.namespace.clone(),
+            pull_secret: input.pull_secret.clone(),
+            ssh_public_key: input.ssh_public_key.clone(),
+            signing_key: signing_key.private_key.clone(),
+        })
+        .await?;
+    ctx.on_rollback(Delete(secrets.clone()));
+    let first = &network.private_subnets[0];
+    let hosted_cluster = ctx
+        .activity(CreateHostedCluster {
+            infra_id: infra_id.to_owned(),
+            name: input.name.clone(),
+            namespace: input.namespace.clone(),
+            release_image: input.release_image.clone(),
+            region: input.region.clone(),
+            endpoint_access: input.endpoint_access.clone(),
+            base_domain: input.base_domain.clone(),
+            public_zone_id: public_zone.zone_id.clone(),
+            private_zone_id: network.private_zone.zone_id.clone(),
+            issuer_url: documents.issuer_url.clone(),
+            vpc_id: network.vpc_id.clone(),
+            vpc_cidr: input.vpc_cidr.clone(),
+            zone: first.zone.clone(),
+            subnet_id: first.subnet_id.clone(),
+            roles_ref: OPERATOR_ROLES
+                .iter()
+                .map(|(suffix, field)| ((*field).to_owned(), role_arn(suffix)))
+                .collect(),
+            secrets,
+            resource_tags: BTreeMap::new(),
+            annotations: input.annotations.clone(),
+        })
+        .await?;
+    ctx.on_rollback(Delete(hosted_cluster));
+    let available = ctx
+        .activity(WaitHostedClusterAvailable {
+            namespace: input.namespace.clone(),
+            name: input.name.clone(),
+            timeout_secs: input
+                .control_plane_timeout_secs
+                .unwrap_or(DEFAULT_CONTROL_PLANE_TIMEOUT_SECS),
+        })
+        .await?;
+
+    let node_pools = node_pools(ctx, input, infra_id, &network, &worker).await?;
+    ctx.activity(MarkCluster {
+        create_workflow_id: ctx.workflow_id().to_string(),
+        state: ClusterState::Ready,
+    })
+    .await?;
+    Ok(CreateOutput {
+        name: input.name.clone(),
+        infra_id: infra_id.to_owned(),
+        namespace: input.namespace.clone(),
+        region: input.region.clone(),
+        endpoint_access: input.endpoint_access.clone(),
+        vpc_id: network.vpc_id.clone(),
+        private_subnet_ids: network
+            .private_subnets
+            .iter()
+            .map(|s| s.subnet_id.clone())
+            .collect(),
+        public_subnet_ids: network
+            .public_subnets
+            .iter()
+            .map(|s| s.subnet_id.clone())
+            .collect(),
+        nat_gateway_ids: network
+            .nat_gateways
+            .iter()
+            .map(|n| n.nat_gateway_id.clone())
+            .collect(),
+        public_zone_id: public_zone.zone_id,
+        private_zone_id: network.private_zone.zone_id.clone(),
+        local_zone_id: network.local_zone.zone_id.clone(),
+        issuer_url: documents.issuer_url,
+        oidc_provider_arn: provider.arn,
+        role_arns: roles
+            .into_iter()
+            .map(|(suffix, role)| (suffix, role.arn))
+            .collect(),
+        worker_instance_profile: worker.instance_profile_name,
+        privatelink,
+        kubeconfig_secret: available.kubeconfig_secret,
+        node_pools,
+    })
+}
+
+/// One zone's subnets, NAT gateway and private route table.
+struct ZoneNetwork {
+    private: Subnet,
+    public: Subnet,
+    nat: NatGateway,
+    route_table_id: String,
+}
+
+async fn zone_network(
+    ctx: &WorkflowContext,
+    infra_id: &str,
+    vpc_id: &str,
+    zone: &network_plan::ZoneSubnets,
+) -> Result<ZoneNetwork, WorkflowError> {
+    let subnet = |exposure, cidr: &str| CreateSubnet {
+        infra_id: infra_id.to_owned(),
+        vpc_id: vpc_id.to_owned(),
+        zone: zone.zone.clone(),
+        cidr_block: cidr.to_owned(),
+        exposure,
+    };
+    let private = ctx
+        .activity(subnet(Exposure::Private, &zone.private_cidr))
+        .await?;
+    ctx.on_rollback(Delete(private.clone()));
+    let public = ctx
+        .activity(subnet(Exposure::Public, &zone.public_cidr))
+        .await?;
+    ctx.on_rollback(Delete(public.clone()));
+    let nat = ctx
+        .activity(CreateNatGateway {
+            infra_id: infra_id.to_owned(),
+            zone: zone.zone.clone(),
+            subnet_id: public.subnet_id.clone(),
+        })
+        .await?;
+    ctx.on_rollback(Delete(nat.clone()));
+    let table = ctx
+        .activity(CreateRouteTable {
+            infra_id: infra_id.to_owned(),
+            vpc_id: vpc_id.to_owned(),
+            name: naming::private_route_table(infra_id, &zone.zone),
+            default_route: DefaultRoute::NatGateway(nat.nat_gateway_id.clone()),
+            subnet_ids: vec![private.subnet_id.clone()],
+        })
+        .await?;
+    ctx.on_rollback(Delete(table.clone()));
+    Ok(ZoneNetwork {
+        private,
+        public,
+        nat,
+        route_table_id: table.route_table_id,
+    })
+}
+
+async fn network(
+    ctx: &WorkflowContext,
+    input: &Input,
+    infra_id: &str,
+) -> Result<Network, WorkflowError> {
+    let plan = network_plan::plan(&input.vpc_cidr, &input.zones)
+        .map_err(|e| WorkflowError::InvalidInput(e.to_string()))?;
+    let vpc = ctx
+        .activity(CreateVpc {
+            infra_id: infra_id.to_owned(),
+            cidr_block: input.vpc_cidr.clone(),
+        })
+        .await?;
+    ctx.on_rollback(Delete(vpc.clone()));
+    let vpc_id = vpc.vpc_id;
+    let dhcp = ctx
+        .activity(CreateDhcpOptions {
+            infra_id: infra_id.to_owned(),
+            vpc_id: vpc_id.clone(),
+        })
+        .await?;
+    ctx.on_rollback(Delete(dhcp));
+    let igw = ctx
+        .activity(CreateInternetGateway {
+            infra_id: infra_id.to_owned(),
+            vpc_id: vpc_id.clone(),
+        })
+        .await?;
+    ctx.on_rollback(Delete(igw.clone()));
+    // Zones in parallel: each zone's resources depend only on the VPC.
+    let zones: Vec<ZoneNetwork> = ctx
+        .join_all(
+            plan.iter()
+                .map(|zone| zone_network(ctx, infra_id, &vpc_id, zone)),
+        )
+        .await
+        .into_iter()
+        .collect::<Result<_, _>>()?;
+    let public_table = ctx
+        .activity(CreateRouteTable {
+            infra_id: infra_id.to_owned(),
+            vpc_id: vpc_id.clone(),
+            name: naming::public_route_table(infra_id),
+            default_route: DefaultRoute::InternetGateway(igw.internet_gateway_id.clone()),
+            subnet_ids: zones.iter().map(|z| z.public.subnet_id.clone()).collect(),
+        })
+        .await?;
+    ctx.on_rollback(Delete(public_table.clone()));
+    // The S3 gateway endpoint routes from every private table and the public one.
+    let s3 = ctx
+        .activity(CreateS3Endpoint {
+            infra_id: infra_id.to_owned(),
+            vpc_id: vpc_id.clone(),
+            route_table_ids: zones
+                .iter()
+                .map(|z| z.route_table_id.clone())
+                .chain([public_table.route_table_id.clone()])
+                .collect(),
+        })
+        .await?;
+    ctx.on_rollback(Delete(s3));
+    let zone = |name: String| CreatePrivateZone {
+        infra_id: infra_id.to_owned(),
+        name,
+        vpc_id: vpc_id.clone(),
+    };
+    let private_zone = ctx
+        .activity(zone(naming::private_zone(&input.name, &input.base_domain)))
+        .await?;
+    ctx.on_rollback(Delete(private_zone.clone()));
+    let local_zone = ctx.activity(zone(naming::local_zone(&input.name))).await?;
+    ctx.on_rollback(Delete(local_zone.clone()));
+    Ok(Network {
+        vpc_id,
+        private_subnets: zones.iter().map(|z| z.private.clone()).collect(),
+        public_subnets: zones.iter().map(|z| z.public.clone()).collect(),
+        nat_gateways: zones.into_iter().map(|z| z.nat).collect(),
+        private_zone,
+        local_zone,
+    })
+}
+
+async fn oidc(
+    ctx: &WorkflowContext,
+    input: &Input,
+    infra_id: &str,
+    bucket_region: &str,
+) -> Result<(SigningKey, OidcDocuments, OidcProvider), WorkflowError> {
+    let signing_key = ctx
+        .activity(GenerateSigningKey {
+            infra_id: infra_id.to_owned(),
+        })
+        .await?;
+    let documents = ctx
+        .activity(PublishOidcDocuments {
+            infra_id: infra_id.to_owned(),
+            bucket: input.oidc_bucket.clone(),
+            bucket_region: bucket_region.to_owned(),
+            jwk: signing_key.jwk.clone(),
+        })
+        .await?;
+    ctx.on_rollback(Delete(documents.clone()));
+    let provider = ctx
+        .activity(CreateOidcProvider {
+            infra_id: infra_id.to_owned(),
+            issuer_url: documents.issuer_url.clone(),
+        })
+        .await?;
+    ctx.on_rollback(Delete(provider.clone()));
+    Ok((signing_key, documents, provider))
+}
+
+async fn iam(
+    ctx: &WorkflowContext,
+    infra_id: &str,
+    provider: &OidcProvider,
+    public_zone_id: &str,
+    network: &Network,
+) -> Result<(Vec<(String, Role)>, WorkerProfile), WorkflowError> {
+    let roles = ctx
+        .join_all(OPERATOR_ROLES.iter().map(|(suffix, _)| async move {
+            let role = ctx
+                .activity(CreateOperatorRole {
+                    infra_id: infra_id.to_owned(),
+                    role: (*suffix).to_owned(),
+                    provider_arn: provider.arn.clone(),
+                    issuer: provider.issuer.clone(),
+                    public_zone_id: public_zone_id.to_owned(),
+                    private_zone_id: network.private_zone.zone_id.clone(),
+                    local_zone_id: network.local_zone.zone_id.clone(),
+                })
+                .await?;
+            ctx.on_rollback(Delete(role.clone()));
+            Ok::<_, WorkflowError>(((*suffix).to_owned(), role))
+        }))
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+    let worker = ctx
+        .activity(CreateWorkerProfile {
+            infra_id: infra_id.to_owned(),
+        })
+        .await?;
+    ctx.on_rollback(Delete(worker.clone()));
+    Ok((roles, worker))
+}
+
+/// Every NodePool applied at 0 replicas (each with its compensation), then all scaled
+/// out in parallel and waited for.
+async fn node_pools(
+    ctx: &WorkflowContext,
+    input: &Input,
+    infra_id: &str,
+    network: &Network,
+    worker: &WorkerProfile,
+) -> Result<BTreeMap<String, i32>, WorkflowError> {
+    for pool in &input.node_pools {
+        let subnet_id = network
+            .private_subnets
+            .iter()
+            .find(|s| s.zone == pool.zone)
+            .map(|s| s.subnet_id.clone())
+            .unwrap_or_default();
+        let applied = ctx
+            .activity(ApplyNodePool {
+                infra_id: infra_id.to_owned(),
+                cluster: input.name.clone(),
+                namespace: input.namespace.clone(),
+                name: pool.name.clone(),
+                release_image: input.release_image.clone(),
+                zone: pool.zone.clone(),
+                subnet_id,
+                instance_type: pool.instance_type.clone(),
+                instance_profile: worker.instance_profile_name.clone(),
+                replicas: 0,
+                annotations: pool.annotations.clone(),
+            })
+            .await?;
+        ctx.on_rollback(Delete(applied));
+    }
+    let timeout_secs = input
+        .node_pool_timeout_secs
+        .unwrap_or(DEFAULT_NODE_POOL_TIMEOUT_SECS);
+    let scale_out = |pool: &NodePoolSpec| {
+        let namespace = input.namespace.clone();
+        let name = pool.name.clone();
+        let replicas = pool.replicas;
+        async move {
+            ctx.activity(ScaleNodePool {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                replicas,
+            })
+            .await?;
+            let ready = ctx
+                .activity(WaitNodePoolReady {
+                    namespace,
+                    name: name.clone(),
+                    replicas,
+                    timeout_secs,
+                })
+                .await?;
+            Ok::<_, WorkflowError>((name, ready.ready))
+        }
+    };
+    ctx.join_all(input.node_pools.iter().map(scale_out))
+        .await
+        .into_iter()
+        .collect()
+}

@@ -1,0 +1,437 @@
+//! The inputs of the three workflows (DESIGN.md §5, a public contract) and the
+//! validation of a create's input: every problem reported at once, each naming its
+//! field, never quoting a secret.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::network_plan;
+
+/// The longest infra id: AWS names built from it (`<infra-id>-<suffix>`) must fit.
+pub const MAX_INFRA_ID: usize = 27;
+/// `<name>-` plus 5 characters when the infra id is derived.
+const DERIVED_SUFFIX: usize = 6;
+pub const ENDPOINT_ACCESS: [&str; 3] = ["Public", "PublicAndPrivate", "Private"];
+pub const DEFAULT_NAMESPACE: &str = "clusters";
+pub const DEFAULT_CONTROL_PLANE_TIMEOUT_SECS: u64 = 30 * 60;
+pub const DEFAULT_NODE_POOL_TIMEOUT_SECS: u64 = 45 * 60;
+const MAX_REPLICAS: i32 = 500;
+
+/// `create_hosted_cluster`'s input. `S` is the pull secret: plaintext where intake
+/// validates it, sealed (`Sealed<String>`) from then on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateClusterInput<S> {
+    pub name: String,
+    #[serde(default)]
+    pub infra_id: Option<String>,
+    pub region: String,
+    pub zones: Vec<String>,
+    pub base_domain: String,
+    pub endpoint_access: String,
+    pub vpc_cidr: String,
+    pub oidc_bucket: String,
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+    #[serde(default)]
+    pub management: Option<Management>,
+    pub release_image: String,
+    pub pull_secret: S,
+    pub ssh_public_key: String,
+    #[serde(default)]
+    pub node_pools: Vec<NodePoolSpec>,
+    #[serde(default)]
+    pub keep_on_failure: bool,
+    /// How long the control plane may take to become Available.
+    #[serde(default)]
+    pub control_plane_timeout_secs: Option<u64>,
+    /// How long a NodePool may take to reach its replicas.
+    #[serde(default)]
+    pub node_pool_timeout_secs: Option<u64>,
+    /// Annotations for the HostedCluster (the local emulator's failure injection).
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+fn default_namespace() -> String {
+    DEFAULT_NAMESPACE.to_owned()
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Management {
+    pub vpc_id: String,
+    pub subnet_ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodePoolSpec {
+    pub name: String,
+    pub zone: String,
+    pub replicas: i32,
+    #[serde(default = "default_instance_type")]
+    pub instance_type: String,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+fn default_instance_type() -> String {
+    "m6i.xlarge".to_owned()
+}
+
+/// `scale_node_pool`'s input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleInput {
+    pub cluster: String,
+    pub node_pool: String,
+    pub replicas: i32,
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+/// `destroy_hosted_cluster`'s input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DestroyInput {
+    pub cluster: String,
+}
+
+/// A DNS-1123 label: lowercase letters, digits and '-', starting and ending with a
+/// letter or digit, at most `max` characters.
+pub fn is_dns_label(text: &str, max: usize) -> bool {
+    let bytes = text.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= max
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes[0] != b'-'
+        && bytes[bytes.len() - 1] != b'-'
+}
+
+fn is_dns_subdomain(text: &str) -> bool {
+    text.len() <= 253 && text.split('.').all(|label| is_dns_label(label, 63))
+}
+
+impl<S> CreateClusterInput<S> {
+    /// The infra id: as given, or `<name>-` plus 5 characters derived from the
+    /// workflow id (stable across replays).
+    pub fn infra_id_for(&self, workflow_id: &str) -> String {
+        if let Some(id) = &self.infra_id {
+            return id.clone();
+        }
+        // FNV-1a: a fixed, dependency-free hash, so the id never changes between
+        // versions of this code.
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in workflow_id.bytes() {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+        let suffix: String = (0..5)
+            .map(|i| ALPHABET[((hash >> (i * 6)) % 36) as usize] as char)
+            .collect();
+        format!("{}-{suffix}", self.name)
+    }
+
+    pub fn is_public(&self) -> bool {
+        self.endpoint_access == "Public"
+    }
+
+    /// Every problem with the input, each naming its field.
+    pub fn problems(&self, pull_secret_is_json: Option<bool>) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut problem = |text: String| problems.push(text);
+        let name_max = if self.infra_id.is_some() {
+            63
+        } else {
+            MAX_INFRA_ID - DERIVED_SUFFIX
+        };
+        if !is_dns_label(&self.name, name_max) {
+            problem(format!(
+                "name: {:?} must be a DNS-1123 label (lowercase letters, digits, '-') of at most {name_max} characters",
+                self.name
+            ));
+        }
+        if let Some(infra_id) = &self.infra_id {
+            if !is_dns_label(infra_id, MAX_INFRA_ID) {
+                problem(format!(
+                    "infra_id: {infra_id:?} must be a DNS-1123 label of at most {MAX_INFRA_ID} characters"
+                ));
+            }
+        }
+        if self.region.trim().is_empty() {
+            problem("region: must not be empty".into());
+        }
+        let mut seen = BTreeSet::new();
+        for zone in &self.zones {
+            if zone.trim().is_empty() {
+                problem("zones: a zone is empty".into());
+            } else if !seen.insert(zone.as_str()) {
+                problem(format!("zones: {zone:?} is listed twice"));
+            }
+        }
+        if self.zones.is_empty() {
+            problem("zones: at least one zone is needed".into());
+        } else if self.zones.len() > network_plan::MAX_ZONES {
+            problem(format!(
+                "zones: {} given; a /16 holds at most {}",
+                self.zones.len(),
+                network_plan::MAX_ZONES
+            ));
+        }
+        if let Err(e) = network_plan::parse_slash16(&self.vpc_cidr) {
+            problem(format!("vpc_cidr: {e}"));
+        }
+        if !is_dns_subdomain(&self.base_domain) {
+            problem(format!(
+                "base_domain: {:?} is not a DNS name",
+                self.base_domain
+            ));
+        }
+        if !ENDPOINT_ACCESS.contains(&self.endpoint_access.as_str()) {
+            problem(format!(
+                "endpoint_access: {:?} must be one of {}",
+                self.endpoint_access,
+                ENDPOINT_ACCESS.join(", ")
+            ));
+        }
+        let bucket_ok = (3..=63).contains(&self.oidc_bucket.len())
+            && self
+                .oidc_bucket
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+        if !bucket_ok {
+            problem(format!(
+                "oidc_bucket: {:?} is not an S3 bucket name",
+                self.oidc_bucket
+            ));
+        }
+        if !is_dns_label(&self.namespace, 63) {
+            problem(format!(
+                "namespace: {:?} must be a DNS-1123 label",
+                self.namespace
+            ));
+        }
+        match &self.management {
+            None if !self.is_public()
+                && ENDPOINT_ACCESS.contains(&self.endpoint_access.as_str()) =>
+            {
+                problem(format!(
+                    "management: required when endpoint_access is {} (the management VPC and subnets of PrivateLink)",
+                    self.endpoint_access
+                ));
+            }
+            Some(management) => {
+                if management.vpc_id.trim().is_empty() {
+                    problem("management.vpc_id: must not be empty".into());
+                }
+                if management.subnet_ids.is_empty() {
+                    problem("management.subnet_ids: at least one subnet is needed".into());
+                }
+            }
+            None => {}
+        }
+        if self.release_image.trim().is_empty() {
+            problem("release_image: must not be empty".into());
+        }
+        if pull_secret_is_json == Some(false) {
+            problem("pull_secret: must be a JSON document (the .dockerconfigjson)".into());
+        }
+        if self.ssh_public_key.trim().is_empty() {
+            problem("ssh_public_key: must not be empty".into());
+        }
+        let mut pool_names = BTreeSet::new();
+        for (index, pool) in self.node_pools.iter().enumerate() {
+            let at = format!("node_pools[{index}]");
+            if !is_dns_label(&pool.name, 63) {
+                problem(format!(
+                    "{at}.name: {:?} must be a DNS-1123 label",
+                    pool.name
+                ));
+            } else if !pool_names.insert(pool.name.as_str()) {
+                problem(format!("{at}.name: {:?} is used twice", pool.name));
+            }
+            if !self.zones.contains(&pool.zone) {
+                problem(format!(
+                    "{at}.zone: {:?} is not one of the cluster's zones",
+                    pool.zone
+                ));
+            }
+            if !(0..=MAX_REPLICAS).contains(&pool.replicas) {
+                problem(format!(
+                    "{at}.replicas: {} must be between 0 and {MAX_REPLICAS}",
+                    pool.replicas
+                ));
+            }
+            if pool.instance_type.trim().is_empty() {
+                problem(format!("{at}.instance_type: must not be empty"));
+            }
+        }
+        problems
+    }
+}
+
+/// Intake's check of a create: decodes the plaintext input and reports every problem.
+pub fn validate_create(input: &serde_json::Value) -> Result<(), Vec<String>> {
+    let decoded: CreateClusterInput<String> = serde_json::from_value(input.clone())
+        .map_err(|e| vec![format!("input: {}", scrub(&e.to_string()))])?;
+    // Sealed values (a resubmission) cannot be read here; plaintext must be JSON.
+    let is_json = if decoded.pull_secret.starts_with("sealed:") {
+        None
+    } else {
+        Some(
+            serde_json::from_str::<serde_json::Value>(&decoded.pull_secret)
+                .is_ok_and(|v| v.is_object()),
+        )
+    };
+    let problems = decoded.problems(is_json);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+/// Intake's check of a scale.
+pub fn validate_scale(input: &serde_json::Value) -> Result<(), Vec<String>> {
+    let decoded: ScaleInput = serde_json::from_value(input.clone())
+        .map_err(|e| vec![format!("input: {}", scrub(&e.to_string()))])?;
+    let mut problems = Vec::new();
+    if !is_dns_label(&decoded.cluster, 63) {
+        problems.push(format!(
+            "cluster: {:?} is not a cluster name",
+            decoded.cluster
+        ));
+    }
+    if !is_dns_label(&decoded.node_pool, 63) {
+        problems.push(format!(
+            "node_pool: {:?} is not a NodePool name",
+            decoded.node_pool
+        ));
+    }
+    if !(0..=MAX_REPLICAS).contains(&decoded.replicas) {
+        problems.push(format!(
+            "replicas: {} must be between 0 and {MAX_REPLICAS}",
+            decoded.replicas
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+/// Intake's check of a destroy.
+pub fn validate_destroy(input: &serde_json::Value) -> Result<(), Vec<String>> {
+    let decoded: DestroyInput = serde_json::from_value(input.clone())
+        .map_err(|e| vec![format!("input: {}", scrub(&e.to_string()))])?;
+    if is_dns_label(&decoded.cluster, 63) {
+        Ok(())
+    } else {
+        Err(vec![format!(
+            "cluster: {:?} is not a cluster name",
+            decoded.cluster
+        )])
+    }
+}
+
+/// Serde quotes the offending value; a secret field's value must not reach an error.
+fn scrub(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut quoted = false;
+    for ch in message.chars() {
+        match (ch, quoted) {
+            ('"', false) => {
+                quoted = true;
+                out.push_str("\"…");
+            }
+            ('"', true) => {
+                quoted = false;
+                out.push('"');
+            }
+            (_, true) => {}
+            (c, false) => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn valid() -> serde_json::Value {
+        json!({"name": "demo", "region": "us-east-1",
+               "zones": ["us-east-1a", "us-east-1b", "us-east-1c"], "base_domain": "example.com",
+               "endpoint_access": "PublicAndPrivate", "vpc_cidr": "10.0.0.0/16",
+               "oidc_bucket": "hcpflow-oidc",
+               "management": {"vpc_id": "vpc-1", "subnet_ids": ["subnet-1"]},
+               "release_image": "quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64",
+               "pull_secret": "{\"auths\": {}}", "ssh_public_key": "ssh-ed25519 AAAA",
+               "node_pools": [{"name": "demo-us-east-1a", "zone": "us-east-1a", "replicas": 2}]})
+    }
+
+    #[test]
+    fn a_valid_input_passes_and_gets_a_stable_infra_id() {
+        validate_create(&valid()).unwrap();
+        let input: CreateClusterInput<String> = serde_json::from_value(valid()).unwrap();
+        let id = input.infra_id_for("wf-1");
+        assert_eq!(id, input.infra_id_for("wf-1"));
+        assert_ne!(id, input.infra_id_for("wf-2"));
+        assert!(id.starts_with("demo-") && id.len() == 10 && is_dns_label(&id, MAX_INFRA_ID));
+        assert_eq!(input.namespace, "clusters");
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once_and_secrets_are_not_quoted() {
+        let mut input = valid();
+        input["name"] = json!("Demo_Cluster");
+        input["vpc_cidr"] = json!("10.0.0.0/24");
+        input["zones"] = json!(["us-east-1a", "us-east-1a"]);
+        input["endpoint_access"] = json!("Private");
+        input.as_object_mut().unwrap().remove("management");
+        input["node_pools"][0]["zone"] = json!("us-east-1z");
+        input["pull_secret"] = json!("hunter2-not-json");
+        let problems = validate_create(&input).unwrap_err();
+        let text = problems.join("\n");
+        for field in [
+            "name:",
+            "vpc_cidr:",
+            "zones:",
+            "management:",
+            "node_pools[0].zone:",
+            "pull_secret:",
+        ] {
+            assert!(text.contains(field), "{field} missing from {text}");
+        }
+        assert!(!text.contains("hunter2"), "{text}");
+        let mut typo = valid();
+        typo["pull_secert"] = json!("hunter2");
+        let problems = validate_create(&typo).unwrap_err();
+        assert!(
+            problems[0].contains("pull_secert") && !problems[0].contains("hunter2"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn public_needs_no_management_and_an_infra_id_is_at_most_27() {
+        let mut input = valid();
+        input["endpoint_access"] = json!("Public");
+        input.as_object_mut().unwrap().remove("management");
+        validate_create(&input).unwrap();
+        input["infra_id"] = json!("a-very-long-infra-id-that-is-too-long");
+        assert!(validate_create(&input).unwrap_err()[0].starts_with("infra_id:"));
+        validate_scale(&json!({"cluster": "demo", "node_pool": "p", "replicas": 4})).unwrap();
+        assert!(
+            validate_scale(&json!({"cluster": "demo", "node_pool": "p", "replicas": -1})).is_err()
+        );
+        assert!(validate_destroy(&json!({"cluster": "demo", "force": true})).is_err());
+    }
+}
