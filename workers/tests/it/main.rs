@@ -7,8 +7,10 @@
 mod api;
 mod auth;
 mod aws_registry;
+mod cluster_support;
 mod crash;
 mod hosted_cluster;
 mod kube_registry;
+mod rollback;
 mod submit;
 mod support;

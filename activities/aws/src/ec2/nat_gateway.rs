@@ -126,7 +126,18 @@ pub async fn create_nat_gateway(
             )
         },
     )
-    .await?;
+    .await;
+    let nat_gateway_id = match nat_gateway_id {
+        Ok(id) => id,
+        // The address was this activity's own: a NAT gateway that will never be made
+        // must not leave it behind (no compensation is registered for a failed create).
+        // A retryable failure keeps it for the next attempt, which finds it by tag.
+        Err(failure) if !failure.retryable => {
+            release_address(aws, scope, &allocation_id).await?;
+            return Err(failure);
+        }
+        Err(failure) => return Err(failure),
+    };
     wait_for(aws, &nat_gateway_id, "available", |state| {
         state == Some(&NatGatewayState::Available)
     })
@@ -162,13 +173,22 @@ pub async fn delete_nat_gateway(
         matches!(state, None | Some(NatGatewayState::Deleted))
     })
     .await?;
+    release_address(aws, scope, &nat.allocation_id).await
+}
+
+/// Releases an Elastic IP; one already released is done.
+async fn release_address(
+    aws: &AwsClients,
+    scope: &Scope<'_>,
+    allocation_id: &str,
+) -> Result<(), ActivityFailure> {
     let result = aws
         .ec2
         .release_address()
-        .allocation_id(&nat.allocation_id)
+        .allocation_id(allocation_id)
         .send()
         .await;
-    deleted(scope, EIP_KIND, &nat.allocation_id, result)
+    deleted(scope, EIP_KIND, allocation_id, result)
 }
 
 /// The NAT's state; `None` when EC2 does not know it.

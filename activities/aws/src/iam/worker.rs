@@ -10,6 +10,7 @@ use crate::iam::role::{delete_role, ensure_role};
 use crate::lookup::{deleted, unless_not_found};
 use crate::policies::{Policy, ZoneIds};
 use crate::scope::Scope;
+use hcpflow_hypershift::aws::iam::Role;
 
 pub use hcpflow_hypershift::aws::iam::{CreateWorkerProfile, WorkerProfile};
 
@@ -61,8 +62,39 @@ pub async fn create_worker_profile(
         &policy,
     )
     .await?;
-
     let name = instance_profile_name(infra_id);
+    match ensure_profile(aws, scope, infra_id, &name, &role).await {
+        Ok(arn) => Ok(WorkerProfile {
+            role,
+            instance_profile_name: name,
+            instance_profile_arn: arn,
+        }),
+        // No compensation is registered for a create that failed: what this activity
+        // made (the role, perhaps the profile) goes now, or it would be left behind. A
+        // retryable failure keeps it for the next attempt, which finds it by name.
+        Err(failure) if !failure.retryable => {
+            let arn = String::new();
+            let partial = WorkerProfile {
+                role,
+                instance_profile_name: name,
+                instance_profile_arn: arn,
+            };
+            delete_worker_profile(aws, scope, &partial).await?;
+            Err(failure)
+        }
+        Err(failure) => Err(failure),
+    }
+}
+
+/// The instance profile holding `role`, made if absent; returns its ARN.
+async fn ensure_profile(
+    aws: &AwsClients,
+    scope: &Scope<'_>,
+    infra_id: &str,
+    name: &str,
+    role: &Role,
+) -> Result<String, ActivityFailure> {
+    let name = name.to_owned();
     let existing = unless_not_found(
         aws.iam
             .get_instance_profile()
@@ -126,11 +158,7 @@ pub async fn create_worker_profile(
             }
         }
     }
-    Ok(WorkerProfile {
-        role,
-        instance_profile_name: name,
-        instance_profile_arn: arn,
-    })
+    Ok(arn)
 }
 
 async fn profile_holds(
@@ -185,7 +213,11 @@ pub async fn delete_worker_profile(
             .instance_profile_name(name)
             .send()
             .await;
-        deleted(scope, PROFILE_KIND, &profile.instance_profile_arn, result)?;
+        let arn = found
+            .instance_profile()
+            .map(|p| p.arn().to_owned())
+            .unwrap_or_else(|| profile.instance_profile_arn.clone());
+        deleted(scope, PROFILE_KIND, &arn, result)?;
     }
     delete_role(aws, scope, &profile.role).await
 }

@@ -123,13 +123,6 @@ async fn each_network_create_run_three_times_leaves_one_resource_and_undo_keeps_
         .unwrap();
     assert_eq!(gateways.internet_gateways()[0].attachments().len(), 1);
 
-    // DHCP options still in use by the VPC: a dependency, retried, not a failure.
-    let early = delete_dhcp_options(&stack.aws, &scope(1), &dhcp)
-        .await
-        .unwrap_err();
-    assert!(early.retryable, "{early:?}");
-    assert_eq!(early.kind, "DependencyViolation");
-
     // The compensations, newest first, each run twice.
     let before = stack.actions().len();
     for _ in 0..2 {
@@ -143,12 +136,26 @@ async fn each_network_create_run_three_times_leaves_one_resource_and_undo_keeps_
             .await
             .unwrap();
     }
-    delete_vpc(&stack.aws, &scope(0), &vpc).await.unwrap();
+    // DHCP options still in use by the VPC: the VPC goes back to the default options,
+    // then they are deleted — strict reverse order works.
     for _ in 0..2 {
         delete_dhcp_options(&stack.aws, &scope(1), &dhcp)
             .await
             .unwrap();
     }
+    let described = stack
+        .moto
+        .ec2
+        .describe_vpcs()
+        .vpc_ids(&vpc.vpc_id)
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(
+        described.vpcs()[0].dhcp_options_id(),
+        Some(dhcp.dhcp_options_id.as_str())
+    );
+    delete_vpc(&stack.aws, &scope(0), &vpc).await.unwrap();
     assert_eq!(owned(&stack, &infra_id).await, (0, 0, 0, 0));
 
     // moto does not enforce dependency order: the proxy's log shows ours.
@@ -166,8 +173,8 @@ async fn each_network_create_run_three_times_leaves_one_resource_and_undo_keeps_
             "DeleteInternetGateway",
             "DetachInternetGateway",
             "DeleteInternetGateway",
-            "DeleteVpc",
             "DeleteDhcpOptions",
+            "DeleteVpc",
         ]
     );
 }

@@ -1,0 +1,343 @@
+//! What the HyperShift end-to-end tests share: the prerequisites in moto, a create's
+//! input, a server wired to moto and the emulator, and what moto and the emulator hold
+//! of a cluster, counted with independent calls (not through our own code's view).
+
+use aws_sdk_ec2::types::Filter;
+use hcpflow_aws::{AwsClients, AwsSettings};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::Api;
+use serde_json::{json, Value};
+
+use crate::support::{env_value, say, stack, unique, Server};
+
+pub(crate) const ZONES: [&str; 3] = ["us-east-1a", "us-east-1b", "us-east-1c"];
+
+/// Prerequisites a platform team has before any cluster: the OIDC bucket, the public
+/// zone of the base domain, and the management VPC with a subnet in every zone.
+pub(crate) struct Prerequisites {
+    pub(crate) bucket: String,
+    pub(crate) base_domain: String,
+    pub(crate) management_vpc: String,
+    pub(crate) management_subnets: Vec<String>,
+}
+
+pub(crate) async fn prerequisites(moto: &AwsClients, tag: &str) -> Prerequisites {
+    let bucket = format!("oidc-{tag}");
+    moto.s3
+        .create_bucket()
+        .bucket(&bucket)
+        .send()
+        .await
+        .unwrap();
+    let base_domain = format!("{tag}.example.com");
+    moto.route53
+        .create_hosted_zone()
+        .name(&base_domain)
+        .caller_reference(format!("prereq-{tag}"))
+        .send()
+        .await
+        .unwrap();
+    let vpc = moto
+        .ec2
+        .create_vpc()
+        .cidr_block("10.200.0.0/16")
+        .send()
+        .await
+        .unwrap();
+    let management_vpc = vpc.vpc().unwrap().vpc_id().unwrap().to_owned();
+    let mut management_subnets = Vec::new();
+    for (index, zone) in ZONES.iter().enumerate() {
+        let subnet = moto
+            .ec2
+            .create_subnet()
+            .vpc_id(&management_vpc)
+            .availability_zone(*zone)
+            .cidr_block(format!("10.200.{}.0/24", index))
+            .send()
+            .await
+            .unwrap();
+        management_subnets.push(subnet.subnet().unwrap().subnet_id().unwrap().to_owned());
+    }
+    Prerequisites {
+        bucket,
+        base_domain,
+        management_vpc,
+        management_subnets,
+    }
+}
+
+pub(crate) fn create_input(name: &str, pre: &Prerequisites, replicas: i32) -> Value {
+    json!({
+        "name": name, "region": "us-east-1", "zones": ZONES,
+        "base_domain": pre.base_domain, "endpoint_access": "PublicAndPrivate",
+        "vpc_cidr": "10.0.0.0/16", "oidc_bucket": pre.bucket, "namespace": format!("ns-{name}"),
+        "management": {"vpc_id": pre.management_vpc, "subnet_ids": pre.management_subnets},
+        "release_image": "quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64",
+        "pull_secret": "{\"auths\": {\"quay.io\": {\"auth\": \"Y2FuYXJ5\"}}}",
+        "ssh_public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAItest hcpflow",
+        "node_pools": ZONES.iter().map(|zone| json!({
+            "name": format!("{name}-{zone}"), "zone": zone, "replicas": replicas
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn filter(name: &str, value: &str) -> Filter {
+    Filter::builder().name(name).values(value).build()
+}
+
+pub(crate) fn hypershift(kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("hypershift.openshift.io", "v1beta1", kind),
+        plural,
+    )
+}
+
+/// What moto and the emulator hold of `infra_id`, counted independently.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Holdings {
+    pub(crate) vpcs: usize,
+    pub(crate) private_subnets: usize,
+    pub(crate) public_subnets: usize,
+    pub(crate) nat_gateways: usize,
+    pub(crate) elastic_ips: usize,
+    pub(crate) interface_endpoint_subnets: usize,
+    pub(crate) gateway_endpoints: usize,
+    pub(crate) roles: usize,
+    pub(crate) oidc_providers: usize,
+    pub(crate) documents: usize,
+    pub(crate) private_zones: usize,
+    pub(crate) local_zones: usize,
+    pub(crate) kube_objects: usize,
+}
+
+pub(crate) async fn holdings(
+    moto: &AwsClients,
+    kube: &kube::Client,
+    name: &str,
+    infra_id: &str,
+    pre: &Prerequisites,
+) -> Holdings {
+    let owned = filter(&format!("tag:kubernetes.io/cluster/{infra_id}"), "owned");
+    let vpcs = moto
+        .ec2
+        .describe_vpcs()
+        .filters(owned.clone())
+        .send()
+        .await
+        .unwrap();
+    let mut held = Holdings {
+        vpcs: vpcs.vpcs().len(),
+        ..Holdings::default()
+    };
+    for vpc in vpcs.vpcs() {
+        let vpc_id = vpc.vpc_id().unwrap();
+        let subnets = moto
+            .ec2
+            .describe_subnets()
+            .filters(filter("vpc-id", vpc_id))
+            .send()
+            .await
+            .unwrap();
+        for subnet in subnets.subnets() {
+            let name = subnet
+                .tags()
+                .iter()
+                .find(|t| t.key() == Some("Name"))
+                .and_then(|t| t.value())
+                .unwrap_or_default();
+            if name.contains("-private-") {
+                held.private_subnets += 1;
+            } else if name.contains("-public-") {
+                held.public_subnets += 1;
+            }
+        }
+        let nats = moto
+            .ec2
+            .describe_nat_gateways()
+            .filter(filter("vpc-id", vpc_id))
+            .send()
+            .await
+            .unwrap();
+        held.nat_gateways = nats
+            .nat_gateways()
+            .iter()
+            .filter(|n| n.state().map(|s| s.as_str()) == Some("available"))
+            .count();
+        let endpoints = moto
+            .ec2
+            .describe_vpc_endpoints()
+            .filters(filter("vpc-id", vpc_id))
+            .send()
+            .await
+            .unwrap();
+        for endpoint in endpoints.vpc_endpoints() {
+            if endpoint.state().map(|s| s.as_str().to_lowercase()) == Some("deleted".into()) {
+                continue;
+            }
+            match endpoint.vpc_endpoint_type().map(|t| t.as_str()) {
+                Some("Interface") => held.interface_endpoint_subnets += endpoint.subnet_ids().len(),
+                Some("Gateway") => held.gateway_endpoints += 1,
+                _ => {}
+            }
+        }
+    }
+    held.elastic_ips = moto
+        .ec2
+        .describe_addresses()
+        .filters(owned)
+        .send()
+        .await
+        .unwrap()
+        .addresses()
+        .len();
+    let roles = moto.iam.list_roles().max_items(1000).send().await.unwrap();
+    held.roles = roles
+        .roles()
+        .iter()
+        .filter(|r| r.role_name().starts_with(&format!("{infra_id}-")))
+        .count();
+    let providers = moto
+        .iam
+        .list_open_id_connect_providers()
+        .send()
+        .await
+        .unwrap();
+    held.oidc_providers = providers
+        .open_id_connect_provider_list()
+        .iter()
+        .filter(|p| {
+            p.arn()
+                .is_some_and(|arn| arn.ends_with(&format!("/{infra_id}")))
+        })
+        .count();
+    let objects = moto
+        .s3
+        .list_objects_v2()
+        .bucket(&pre.bucket)
+        .prefix(format!("{infra_id}/"))
+        .send()
+        .await
+        .unwrap();
+    held.documents = objects.contents().len();
+    let zones = moto.route53.list_hosted_zones().send().await.unwrap();
+    for zone in zones.hosted_zones() {
+        if zone.name() == format!("{name}.{}.", pre.base_domain) {
+            held.private_zones += 1;
+        }
+        if zone.name() == format!("{name}.hypershift.local.") {
+            held.local_zones += 1;
+        }
+    }
+    let namespace = format!("ns-{name}");
+    let selector = ListParams::default().labels(&format!(
+        "hypershift.openshift.io/auto-created-for-infra={infra_id}"
+    ));
+    for resource in [
+        hypershift("HostedCluster", "hostedclusters"),
+        hypershift("NodePool", "nodepools"),
+    ] {
+        let api: Api<DynamicObject> = Api::namespaced_with(kube.clone(), &namespace, &resource);
+        held.kube_objects += api.list(&selector).await.unwrap().items.len();
+    }
+    let secrets: Api<Secret> = Api::namespaced(kube.clone(), &namespace);
+    held.kube_objects += secrets.list(&selector).await.unwrap().items.len();
+    held
+}
+
+/// The clients a test checks with, and a server environment for the stack; `None`
+/// (with a message) when the stack is not up.
+pub(crate) struct ClusterStack {
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) moto: AwsClients,
+    pub(crate) kube: kube::Client,
+}
+
+pub(crate) async fn cluster_stack(test: &str) -> Option<ClusterStack> {
+    let mut env = stack(test)?;
+    let (Ok(moto_url), Ok(_)) = (
+        std::env::var("HCPFLOW_DEV_MOTO_ENDPOINT"),
+        std::env::var("HCPFLOW_KUBE_URL"),
+    ) else {
+        assert!(
+            std::env::var_os("HCPFLOW_REQUIRE_STACK").is_none(),
+            "moto and the emulator must be up under make test"
+        );
+        say(&format!(
+            "skipping {test}: needs the dev stack's moto and Kubernetes emulator"
+        ));
+        return None;
+    };
+    hcpflow_workers::tls::install_crypto_provider();
+    for key in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"] {
+        env.push((
+            key.to_owned(),
+            std::env::var(key).unwrap_or_else(|_| "testing".into()),
+        ));
+    }
+    let moto = AwsClients::connect(&AwsSettings {
+        region: "us-east-1".into(),
+        endpoint: Some(moto_url),
+        static_credentials: Some(("testing".into(), "testing".into())),
+    })
+    .await;
+    let kube = hcpflow_kube::KubeSettings {
+        url: Some(env_value(&env, "HCPFLOW_KUBE_URL")),
+        kubeconfig: None,
+    }
+    .connect()
+    .await
+    .unwrap();
+    Some(ClusterStack { env, moto, kube })
+}
+
+/// A server that signs its AWS calls with `access_key` (the fault proxy keys its rules
+/// and logs by it).
+pub(crate) async fn server_with_key(
+    stack: &ClusterStack,
+    prefix: &str,
+    access_key: &str,
+) -> Server {
+    let mut env = stack.env.clone();
+    env.retain(|(k, _)| k != "AWS_ACCESS_KEY_ID");
+    env.push(("AWS_ACCESS_KEY_ID".into(), access_key.to_owned()));
+    Server::start(env, prefix, &[]).await
+}
+
+/// A cluster name no other test uses (short enough for a derived infra id).
+pub(crate) fn cluster_name(tag: &str) -> String {
+    let tag = unique(tag).to_lowercase();
+    format!("c{}", &tag[tag.len().saturating_sub(12)..])
+}
+
+/// One request to the fault proxy's control API (`HCPFLOW_DEV_AWS_FAULTS`).
+async fn fault_control(method: &str, path: &str, body: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let base = std::env::var("HCPFLOW_DEV_AWS_FAULTS").expect("HCPFLOW_DEV_AWS_FAULTS");
+    let rest = base.trim_start_matches("http://");
+    let (addr, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "{method} /{prefix}{path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    assert!(
+        response.starts_with("HTTP/1.1 2") || response.starts_with("HTTP/1.0 2"),
+        "{response}"
+    );
+    response
+}
+
+/// Makes every `action` signed with `key` fail with a permanent AWS error `code`.
+pub(crate) async fn fail_action(key: &str, action: &str, code: &str) {
+    let rule = json!({"key": key, "action": action, "fault": "error", "code": code,
+                      "status": 400, "message": "injected by the test"});
+    fault_control("POST", "/rules", &rule.to_string()).await;
+}
+
+pub(crate) async fn clear_faults(key: &str) {
+    fault_control("DELETE", &format!("/rules?key={key}"), "").await;
+}

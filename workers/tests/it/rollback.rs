@@ -1,0 +1,95 @@
+//! A create that fails in any phase rolls back everything it made: the status is
+//! `compensated`, moto and the emulator hold nothing of the cluster, and the name is
+//! free again. AWS phases fail through the fault proxy, the control plane and the
+//! NodePools through the emulator's annotations.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::cluster_support::{
+    clear_faults, cluster_name, cluster_stack, create_input, fail_action, holdings, prerequisites,
+    server_with_key, ClusterStack, Holdings, Prerequisites,
+};
+use crate::support::{unique, Server};
+
+async fn create_and_expect_rollback(
+    stack: &ClusterStack,
+    server: &Server,
+    pre: &Prerequisites,
+    case: &str,
+    mut input: serde_json::Value,
+) {
+    let name = input["name"].as_str().unwrap().to_owned();
+    input["node_pools"] = json!([input["node_pools"][0].clone()]);
+    let id = format!("{}-{case}", server.prefix);
+    let reply = server
+        .start_workflow("create_hosted_cluster", &id, input)
+        .await;
+    assert_eq!(reply["ok"], true, "{case}: {reply}");
+    let status = server.wait_terminal(&id, Duration::from_secs(300)).await;
+    let described = server.api("describe", json!({"workflow_id": id})).await;
+    assert_eq!(status, "compensated", "{case}: {described}");
+    let error = described["workflow"]["error"].to_string();
+    let infra_id = {
+        let history = server
+            .api("history", json!({"workflow_id": id, "limit": 20}))
+            .await;
+        history["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["data"]["activity_type"] == "registry.register_cluster")
+            .map(|e| e["data"]["input"]["infra_id"].as_str().unwrap().to_owned())
+            .unwrap_or_else(|| panic!("{case}: no registration in {history}"))
+    };
+    assert_eq!(
+        holdings(&stack.moto, &stack.kube, &name, &infra_id, pre).await,
+        Holdings::default(),
+        "{case} ({error}) left something"
+    );
+    println!("{case}: compensated after {error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_in_any_phase_rolls_back_everything() {
+    let Some(stack) = cluster_stack("a_failure_in_any_phase_rolls_back_everything").await else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let tag = unique("rb").to_lowercase();
+    let pre = prerequisites(&stack.moto, &tag).await;
+
+    // AWS phases, one after the other on one server whose calls a rule fails.
+    let prefix = unique("rba");
+    let key = format!("{prefix}-key");
+    let aws_server = server_with_key(&stack, &prefix, &key).await;
+    for (case, action, code) in [
+        ("network", "CreateNatGateway", "InvalidParameterValue"),
+        ("oidc", "CreateOpenIDConnectProvider", "InvalidInput"),
+        ("iam", "CreateInstanceProfile", "InvalidInput"),
+        (
+            "privatelink",
+            "CreateVpcEndpointServiceConfiguration",
+            "InvalidParameter",
+        ),
+    ] {
+        fail_action(&key, action, code).await;
+        let input = create_input(&cluster_name(case), &pre, 1);
+        create_and_expect_rollback(&stack, &aws_server, &pre, case, input).await;
+        clear_faults(&key).await;
+    }
+
+    // Kubernetes phases, at once on another server.
+    let prefix = unique("rbk");
+    let kube_server = server_with_key(&stack, &prefix, &format!("{prefix}-key")).await;
+    let mut control_plane = create_input(&cluster_name("cp"), &pre, 1);
+    control_plane["annotations"] = json!({"hcpflow.io/emulator-fail-available": "EtcdQuorumLost"});
+    let mut node_pool = create_input(&cluster_name("np"), &pre, 2);
+    node_pool["node_pools"][0]["annotations"] = json!({"hcpflow.io/emulator-stall-at": "1"});
+    node_pool["node_pool_timeout_secs"] = json!(3);
+    tokio::join!(
+        create_and_expect_rollback(&stack, &kube_server, &pre, "control-plane", control_plane),
+        create_and_expect_rollback(&stack, &kube_server, &pre, "node-pool", node_pool),
+    );
+}
