@@ -40,7 +40,8 @@ impl KubeSettings {
     }
 
     /// A client for the configured cluster. Nothing is sent yet: an unreachable server
-    /// shows up as a retryable failure of the first activity.
+    /// shows up as a retryable failure of the first activity. A process that links more
+    /// than one rustls crypto provider (the AWS SDK's and ring) must install one first.
     pub async fn connect(&self) -> Result<kube::Client, ConnectError> {
         let config = if let Some(url) = &self.url {
             let uri = url.parse().map_err(|source| ConnectError::Url {

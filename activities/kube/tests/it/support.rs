@@ -31,6 +31,9 @@ pub(crate) async fn stack() -> Stack {
 
 /// A stack whose emulator keeps only the last `changes` changes for watches.
 pub(crate) async fn stack_keeping(changes: usize) -> Stack {
+    // Built with the rest of the workspace, rustls has both ring and aws-lc-rs and will
+    // not choose: pick one, as the hcpflow binary does.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let emulator = start(Options {
         listen: "127.0.0.1:0".parse().unwrap(),
         state_file: None,
