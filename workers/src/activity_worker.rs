@@ -136,6 +136,15 @@ impl ActivityWorker {
     }
 
     async fn handle(&self, message: async_nats::jetstream::Message, task: ActivityTaskMessage) {
+        // A task from NATS may be stale: a copy published after an eager run's lease ran
+        // out, or a redelivery of an attempt already recorded. Running a stale create
+        // after the workflow moved on (say, rolled back) would make a resource nothing
+        // undoes, so only an attempt the history still waits for runs.
+        if !self.still_wanted(&task).await {
+            self.journal.metrics.duplicates_dropped.inc();
+            let _ = message.ack().await;
+            return;
+        }
         let message = Arc::new(message);
         // Heartbeat: tell NATS the attempt is alive, so only a dead worker's task returns,
         // and keep the workflow fresh so the sweeper does not re-enqueue a long attempt.
@@ -173,6 +182,22 @@ impl ActivityWorker {
                     )))
                     .await;
             }
+        }
+    }
+
+    /// Whether the history still waits for this attempt's outcome. When the history
+    /// cannot be read, the attempt runs (recording it is checked again).
+    async fn still_wanted(&self, task: &ActivityTaskMessage) -> bool {
+        let (Ok(id), Ok(seq)) = (
+            WorkflowId::new(task.workflow_id.clone()),
+            Seq::new(task.scheduled_seq),
+        ) else {
+            return true;
+        };
+        match self.journal.load(&id).await {
+            Ok(history) => accepts_activity_outcome(&history, seq, task.attempt),
+            Err(StoreError::NotFound(_)) => false,
+            Err(_) => true,
         }
     }
 

@@ -46,27 +46,8 @@ pub fn decodes_as<T: DeserializeOwned>(input: &Value) -> Result<(), Vec<String>>
         .map_err(|error| vec![format!("input: {}", scrub_values(&error.to_string()))])
 }
 
-/// Serde messages quote the offending value (`invalid type: string "hunter2"`); error
-/// messages travel to logs and the dead-letter stream, so quoted values are elided.
-pub fn scrub_values(message: &str) -> String {
-    let mut out = String::with_capacity(message.len());
-    let mut in_quotes = false;
-    for ch in message.chars() {
-        match (ch, in_quotes) {
-            ('"', false) => {
-                in_quotes = true;
-                out.push_str("\"…");
-            }
-            ('"', true) => {
-                in_quotes = false;
-                out.push('"');
-            }
-            (_, true) => {}
-            (c, false) => out.push(c),
-        }
-    }
-    out
-}
+/// Quoted values elided from a serde message (secrets must not reach errors).
+pub use hcpflow_engine::scrub_quoted as scrub_values;
 
 #[cfg(test)]
 mod tests {

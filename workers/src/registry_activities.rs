@@ -12,8 +12,6 @@ use hcpflow_hypershift::registry::{
     RegisteredCluster,
 };
 use hcpflow_hypershift::Delete;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::activities::ActivityRegistry;
@@ -127,19 +125,6 @@ async fn find(store: &EventStore, request: FindCluster) -> Result<LiveCluster, A
     })
 }
 
-fn decode<T: DeserializeOwned>(activity_type: &str, input: Value) -> Result<T, ActivityFailure> {
-    serde_json::from_value(input).map_err(|e| {
-        ActivityFailure::permanent(
-            "InvalidInput",
-            format!("input of {activity_type} does not match its request: {e}"),
-        )
-    })
-}
-
-fn encode<T: Serialize>(output: T) -> Result<Value, ActivityFailure> {
-    serde_json::to_value(output).map_err(|e| ActivityFailure::permanent("Encoding", e.to_string()))
-}
-
 /// Every registry activity type.
 pub const TYPES: &[&str] = &[
     RegisterCluster::TYPE,
@@ -154,22 +139,29 @@ async fn run(
     input: Value,
 ) -> Result<Value, ActivityFailure> {
     match activity_type {
-        RegisterCluster::TYPE => encode(register(store, decode(activity_type, input)?).await?),
+        RegisterCluster::TYPE => ActivityFailure::encode_output(
+            register(store, ActivityFailure::decode_input(activity_type, input)?).await?,
+        ),
         t if t == <Delete<RegisteredCluster> as Activity>::TYPE => {
-            let Delete(cluster): Delete<RegisteredCluster> = decode(activity_type, input)?;
-            encode(mark(store, &cluster.create_workflow_id, ClusterState::Destroyed).await?)
+            let Delete(cluster): Delete<RegisteredCluster> =
+                ActivityFailure::decode_input(activity_type, input)?;
+            ActivityFailure::encode_output(
+                mark(store, &cluster.create_workflow_id, ClusterState::Destroyed).await?,
+            )
         }
         MarkCluster::TYPE => {
-            let request: MarkCluster = decode(activity_type, input)?;
+            let request: MarkCluster = ActivityFailure::decode_input(activity_type, input)?;
             let state = match request.state {
                 contract::ClusterState::Ready => ClusterState::Ready,
                 contract::ClusterState::Destroying => ClusterState::Destroying,
                 contract::ClusterState::Destroyed => ClusterState::Destroyed,
                 contract::ClusterState::Failed => ClusterState::Failed,
             };
-            encode(mark(store, &request.create_workflow_id, state).await?)
+            ActivityFailure::encode_output(mark(store, &request.create_workflow_id, state).await?)
         }
-        FindCluster::TYPE => encode(find(store, decode(activity_type, input)?).await?),
+        FindCluster::TYPE => ActivityFailure::encode_output(
+            find(store, ActivityFailure::decode_input(activity_type, input)?).await?,
+        ),
         other => Err(ActivityFailure::permanent(
             "UnknownActivity",
             format!("{other} is not a registry activity"),

@@ -12,8 +12,6 @@ use hcpflow_hypershift::aws::prerequisites::*;
 use hcpflow_hypershift::aws::privatelink::*;
 use hcpflow_hypershift::aws::sweep::*;
 use hcpflow_hypershift::aws::Delete;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::clients::AwsClients;
@@ -26,19 +24,6 @@ use crate::{ec2, iam, oidc, prerequisites, privatelink, route53, sweep};
 pub struct AwsActivities {
     pub clients: AwsClients,
     pub keyring: Option<Arc<Keyring>>,
-}
-
-fn decode<T: DeserializeOwned>(activity_type: &str, input: Value) -> Result<T, ActivityFailure> {
-    serde_json::from_value(input).map_err(|e| {
-        ActivityFailure::permanent(
-            "InvalidInput",
-            format!("input of {activity_type} does not match its request: {e}"),
-        )
-    })
-}
-
-fn encode<T: Serialize>(output: T) -> Result<Value, ActivityFailure> {
-    serde_json::to_value(output).map_err(|e| ActivityFailure::permanent("Encoding", e.to_string()))
 }
 
 /// `activities! { Request => |this, scope, request| future; ... }` (`this`: the
@@ -54,10 +39,10 @@ macro_rules! activities {
             pub async fn run(&self, activity_type: &str, scope: &Scope<'_>, input: Value) -> Result<Value, ActivityFailure> {
                 $(
                     if activity_type == <$request as Activity>::TYPE {
-                        let $req: $request = decode(activity_type, input)?;
+                        let $req: $request = ActivityFailure::decode_input(activity_type, input)?;
                         let $aws = self;
                         let $scope = scope;
-                        return encode($call.await?);
+                        return ActivityFailure::encode_output($call.await?);
                     }
                 )*
                 Err(ActivityFailure::permanent(

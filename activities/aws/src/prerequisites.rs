@@ -33,15 +33,14 @@ pub async fn check_prerequisites(
         .and_then(|head| head.bucket_region().map(str::to_owned))
         .unwrap_or_else(|| aws.region.clone());
     if let Some(vpc_id) = &request.management_vpc_id {
+        let in_vpc = aws_sdk_ec2::types::Filter::builder()
+            .name("vpc-id")
+            .values(vpc_id)
+            .build();
         let vpcs = aws
             .ec2
             .describe_vpcs()
-            .filters(
-                aws_sdk_ec2::types::Filter::builder()
-                    .name("vpc-id")
-                    .values(vpc_id)
-                    .build(),
-            )
+            .filters(in_vpc.clone())
             .send()
             .await
             .map_err(from_sdk)?;
@@ -53,12 +52,7 @@ pub async fn check_prerequisites(
         let subnets = aws
             .ec2
             .describe_subnets()
-            .filters(
-                aws_sdk_ec2::types::Filter::builder()
-                    .name("vpc-id")
-                    .values(vpc_id)
-                    .build(),
-            )
+            .filters(in_vpc)
             .send()
             .await
             .map_err(from_sdk)?;

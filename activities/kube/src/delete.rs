@@ -4,12 +4,15 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
-use hcpflow_engine::ActivityFailure;
-use kube::api::DeleteParams;
+use hcpflow_engine::{ActivityFailure, Ledger};
+use hcpflow_hypershift::kube::ObjectRef;
+use kube::api::{ApiResource, DeleteParams, DynamicObject};
 use kube::{Api, ResourceExt};
 use serde::de::DeserializeOwned;
 
+use crate::dispatch::KubeActivities;
 use crate::error::{failure, is_not_found};
+use crate::resources::object_ledger_ref;
 use crate::wait::{poll, Look};
 
 /// Deletes `name` and waits up to `wait` for it to disappear. Returns whether it was
@@ -57,4 +60,30 @@ where
         )),
         Err(other) => Err(other),
     }
+}
+
+/// Deletes a custom resource (`kind`, served as `resource`) and waits until its
+/// finalizers let go; notes the deletion when it was there.
+pub async fn delete_custom_object(
+    kube: &KubeActivities,
+    resource: &ApiResource,
+    kind: &str,
+    object: &ObjectRef,
+    ledger: &Ledger,
+) -> Result<(), ActivityFailure> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(kube.client.clone(), &object.namespace, resource);
+    let what = format!("{kind} {}/{}", object.namespace, object.name);
+    let existed = delete_and_wait(
+        &api,
+        &what,
+        &object.name,
+        kube.timing.delete_wait,
+        kube.timing.poll_interval,
+    )
+    .await?;
+    if existed {
+        ledger.deleted(object_ledger_ref(kind, object));
+    }
+    Ok(())
 }

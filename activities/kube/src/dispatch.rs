@@ -12,8 +12,6 @@ use hcpflow_hypershift::kube::namespace::*;
 use hcpflow_hypershift::kube::node_pool::*;
 use hcpflow_hypershift::kube::secrets::*;
 use hcpflow_hypershift::Delete;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::{hosted_cluster, leftovers, namespace, node_pool, secrets};
@@ -72,19 +70,6 @@ impl KubeActivities {
     }
 }
 
-fn decode<T: DeserializeOwned>(activity_type: &str, input: Value) -> Result<T, ActivityFailure> {
-    serde_json::from_value(input).map_err(|e| {
-        ActivityFailure::permanent(
-            "InvalidInput",
-            format!("input of {activity_type} does not match its request: {e}"),
-        )
-    })
-}
-
-fn encode<T: Serialize>(output: T) -> Result<Value, ActivityFailure> {
-    serde_json::to_value(output).map_err(|e| ActivityFailure::permanent("Encoding", e.to_string()))
-}
-
 /// `activities! { Request => |this, ledger, request| future; ... }`: the list of type
 /// names and the dispatch over them, from one table.
 macro_rules! activities {
@@ -98,10 +83,10 @@ macro_rules! activities {
             pub async fn run(&self, activity_type: &str, input: Value, ledger: &Ledger) -> Result<Value, ActivityFailure> {
                 $(
                     if activity_type == <$request as Activity>::TYPE {
-                        let $req: $request = decode(activity_type, input)?;
+                        let $req: $request = ActivityFailure::decode_input(activity_type, input)?;
                         let $kube = self;
                         let $ledger = ledger;
-                        return encode($call.await?);
+                        return ActivityFailure::encode_output($call.await?);
                     }
                 )*
                 Err(ActivityFailure::permanent(

@@ -10,7 +10,7 @@ use kube::api::{DynamicObject, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::Value;
 
-use crate::delete::delete_and_wait;
+use crate::delete::delete_custom_object;
 use crate::dispatch::KubeActivities;
 use crate::error::{failure, is_already_exists};
 use crate::manifest;
@@ -135,18 +135,12 @@ pub async fn delete_hosted_cluster(
     cluster: &HostedCluster,
     ledger: &Ledger,
 ) -> Result<(), ActivityFailure> {
-    let object = &cluster.object;
-    let what = format!("HostedCluster {}/{}", object.namespace, object.name);
-    let existed = delete_and_wait(
-        &api(kube, &object.namespace),
-        &what,
-        &object.name,
-        kube.timing.delete_wait,
-        kube.timing.poll_interval,
+    delete_custom_object(
+        kube,
+        &hosted_clusters(),
+        "HostedCluster",
+        &cluster.object,
+        ledger,
     )
-    .await?;
-    if existed {
-        ledger.deleted(object_ledger_ref("HostedCluster", object));
-    }
-    Ok(())
+    .await
 }

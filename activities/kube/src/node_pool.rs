@@ -12,7 +12,7 @@ use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::Api;
 use serde_json::{json, Value};
 
-use crate::delete::delete_and_wait;
+use crate::delete::delete_custom_object;
 use crate::dispatch::KubeActivities;
 use crate::error::failure;
 use crate::manifest;
@@ -172,18 +172,5 @@ pub async fn delete_node_pool(
     pool: &NodePool,
     ledger: &Ledger,
 ) -> Result<(), ActivityFailure> {
-    let object = &pool.object;
-    let what = format!("NodePool {}/{}", object.namespace, object.name);
-    let existed = delete_and_wait(
-        &api(kube, &object.namespace),
-        &what,
-        &object.name,
-        kube.timing.delete_wait,
-        kube.timing.poll_interval,
-    )
-    .await?;
-    if existed {
-        ledger.deleted(object_ledger_ref("NodePool", object));
-    }
-    Ok(())
+    delete_custom_object(kube, &node_pools(), "NodePool", &pool.object, ledger).await
 }

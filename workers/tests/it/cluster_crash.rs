@@ -65,21 +65,7 @@ async fn two_clusters_survive_kill_9_during_create_and_destroy() {
                 .to_owned(),
         );
     }
-    let one_of_everything = Holdings {
-        vpcs: 1,
-        private_subnets: 3,
-        public_subnets: 3,
-        nat_gateways: 3,
-        elastic_ips: 3,
-        interface_endpoint_subnets: 3,
-        gateway_endpoints: 1,
-        roles: 8,
-        oidc_providers: 1,
-        documents: 2,
-        private_zones: 1,
-        local_zones: 1,
-        kube_objects: 8,
-    };
+    let one_of_everything = Holdings::one_cluster();
     for (name, infra_id) in names.iter().zip(&infra_ids) {
         assert_eq!(
             holdings(&stack.moto, &stack.kube, name, infra_id, &pre).await,

@@ -245,6 +245,28 @@ pub(crate) async fn holdings(
     held
 }
 
+impl Holdings {
+    /// One 3-zone PublicAndPrivate cluster with three NodePools: exactly one of each.
+    pub(crate) fn one_cluster() -> Self {
+        Holdings {
+            vpcs: 1,
+            private_subnets: 3,
+            public_subnets: 3,
+            nat_gateways: 3,
+            elastic_ips: 3,
+            interface_endpoint_subnets: 3,
+            gateway_endpoints: 1,
+            roles: 8,
+            oidc_providers: 1,
+            documents: 2,
+            private_zones: 1,
+            local_zones: 1,
+            // the HostedCluster, 3 NodePools, 4 Secrets
+            kube_objects: 8,
+        }
+    }
+}
+
 /// The clients a test checks with, and a server environment for the stack; `None`
 /// (with a message) when the stack is not up.
 pub(crate) struct ClusterStack {

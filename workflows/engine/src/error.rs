@@ -60,6 +60,53 @@ impl ActivityFailure {
     }
 }
 
+impl ActivityFailure {
+    /// Decodes an activity's JSON input as its request; a mismatch is a permanent
+    /// `InvalidInput` naming the activity (with quoted values elided).
+    pub fn decode_input<T: serde::de::DeserializeOwned>(
+        activity_type: &str,
+        input: serde_json::Value,
+    ) -> Result<T, Self> {
+        serde_json::from_value(input).map_err(|e| {
+            Self::permanent(
+                "InvalidInput",
+                format!(
+                    "input of {activity_type} does not match its request: {}",
+                    scrub_quoted(&e.to_string())
+                ),
+            )
+        })
+    }
+
+    /// Encodes an activity's result as JSON.
+    pub fn encode_output<T: Serialize>(output: T) -> Result<serde_json::Value, Self> {
+        serde_json::to_value(output).map_err(|e| Self::permanent("Encoding", e.to_string()))
+    }
+}
+
+/// Serde messages quote the offending value (`invalid type: string "hunter2"`); error
+/// messages travel to histories, logs and the dead-letter stream, so quoted values are
+/// elided (`"…"`).
+pub fn scrub_quoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut in_quotes = false;
+    for ch in message.chars() {
+        match (ch, in_quotes) {
+            ('"', false) => {
+                in_quotes = true;
+                out.push_str("\"…");
+            }
+            ('"', true) => {
+                in_quotes = false;
+                out.push('"');
+            }
+            (_, true) => {}
+            (c, false) => out.push(c),
+        }
+    }
+    out
+}
+
 impl fmt::Display for ActivityFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.kind, self.message)

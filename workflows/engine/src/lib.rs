@@ -43,7 +43,7 @@ pub use context::{
     Activity, ActivityCall, Cancelled, ChildCall, JoinAll, SignalWait, Sleep, WorkflowContext,
 };
 pub use entropy::{Entropy, OsEntropy, SeededEntropy};
-pub use error::{ActivityFailure, ErrorClass, ExecError, WorkflowError};
+pub use error::{scrub_quoted, ActivityFailure, ErrorClass, ExecError, WorkflowError};
 pub use event::{Event, EventError, HistoryEvent};
 pub use executor::{run_workflow_task, TaskOutcome};
 pub use idempotency::IdempotencyKey;

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use hcpflow_engine::scrub_quoted;
 use serde::{Deserialize, Serialize};
 
 use crate::network_plan;
@@ -278,7 +279,7 @@ impl<S> CreateClusterInput<S> {
 /// Intake's check of a create: decodes the plaintext input and reports every problem.
 pub fn validate_create(input: &serde_json::Value) -> Result<(), Vec<String>> {
     let decoded: CreateClusterInput<String> = serde_json::from_value(input.clone())
-        .map_err(|e| vec![format!("input: {}", scrub(&e.to_string()))])?;
+        .map_err(|e| vec![format!("input: {}", scrub_quoted(&e.to_string()))])?;
     // Sealed values (a resubmission) cannot be read here; plaintext must be JSON.
     let is_json = if decoded.pull_secret.starts_with("sealed:") {
         None
@@ -299,7 +300,7 @@ pub fn validate_create(input: &serde_json::Value) -> Result<(), Vec<String>> {
 /// Intake's check of a scale.
 pub fn validate_scale(input: &serde_json::Value) -> Result<(), Vec<String>> {
     let decoded: ScaleInput = serde_json::from_value(input.clone())
-        .map_err(|e| vec![format!("input: {}", scrub(&e.to_string()))])?;
+        .map_err(|e| vec![format!("input: {}", scrub_quoted(&e.to_string()))])?;
     let mut problems = Vec::new();
     if !is_dns_label(&decoded.cluster, 63) {
         problems.push(format!(
@@ -329,7 +330,7 @@ pub fn validate_scale(input: &serde_json::Value) -> Result<(), Vec<String>> {
 /// Intake's check of a destroy.
 pub fn validate_destroy(input: &serde_json::Value) -> Result<(), Vec<String>> {
     let decoded: DestroyInput = serde_json::from_value(input.clone())
-        .map_err(|e| vec![format!("input: {}", scrub(&e.to_string()))])?;
+        .map_err(|e| vec![format!("input: {}", scrub_quoted(&e.to_string()))])?;
     if is_dns_label(&decoded.cluster, 63) {
         Ok(())
     } else {
@@ -338,27 +339,6 @@ pub fn validate_destroy(input: &serde_json::Value) -> Result<(), Vec<String>> {
             decoded.cluster
         )])
     }
-}
-
-/// Serde quotes the offending value; a secret field's value must not reach an error.
-fn scrub(message: &str) -> String {
-    let mut out = String::with_capacity(message.len());
-    let mut quoted = false;
-    for ch in message.chars() {
-        match (ch, quoted) {
-            ('"', false) => {
-                quoted = true;
-                out.push_str("\"…");
-            }
-            ('"', true) => {
-                quoted = false;
-                out.push('"');
-            }
-            (_, true) => {}
-            (c, false) => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
