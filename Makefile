@@ -5,7 +5,7 @@ STACK := deploy/dev/stack.sh
 .PHONY: help dev-up dev-down dev-status test demo lint fmt migrate
 
 help:
-	@echo "make demo      start the local stack and show what runs"
+	@echo "make demo      start the local stack and the server; create, scale, audit and destroy a hosted cluster"
 	@echo "make test      start the local stack if needed and run the whole test suite"
 	@echo "make dev-up    start Postgres, NATS (JetStream), moto and the kube emulator on 127.0.0.1; write .dev/env"
 	@echo "make dev-down  stop the processes dev-up started"
@@ -42,8 +42,8 @@ fmt:
 migrate: dev-up
 	@set -a; . .dev/env; set +a; cargo run --quiet --locked -p hcpflow-workers -- migrate
 
-# Until the HyperShift workflows exist (see README, "What works today"), the demo runs the
-# built-in noop_chain through a real server over NATS and Postgres.
+# Creates, scales, audits and destroys a hosted cluster through a real server over NATS,
+# Postgres, moto and the Kubernetes emulator (deploy/dev/demo.sh).
 demo: dev-up
 	@cargo build --quiet --locked -p hcpflow-workers
 	@deploy/dev/demo.sh

@@ -165,18 +165,21 @@ impl EventStore {
         row.map(record).transpose()
     }
 
-    /// Every cluster, live ones first, then newest first; `include_destroyed` adds the
+    /// Clusters, live ones first, then newest first; `name` keeps only that name (its
+    /// live cluster and the destroyed ones before it); `include_destroyed` adds the
     /// destroyed ones.
     pub async fn list_clusters(
         &self,
+        name: Option<&str>,
         include_destroyed: bool,
         limit: u32,
     ) -> Result<Vec<ClusterRecord>> {
         let rows: Vec<Row> = sqlx::query_as(&format!(
-            "{SELECT} WHERE $1 OR state <> 'destroyed'
-              ORDER BY (state = 'destroyed'), created_at DESC LIMIT $2"
+            "{SELECT} WHERE ($1 OR state <> 'destroyed') AND ($2::text IS NULL OR name = $2)
+              ORDER BY (state = 'destroyed'), created_at DESC LIMIT $3"
         ))
         .bind(include_destroyed)
+        .bind(name)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;

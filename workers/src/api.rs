@@ -15,7 +15,9 @@ use tokio::sync::{watch, Semaphore};
 
 use crate::intake::{Intake, StartRequest};
 use crate::journal::Write;
-use crate::wire::{history_entry, ok_reply, parse_body, workflow_view, ApiError, ErrorCode};
+use crate::wire::{
+    cluster_view, history_entry, ok_reply, parse_body, workflow_view, ApiError, ErrorCode,
+};
 
 const DEFAULT_PAGE: u32 = 100;
 const MAX_PAGE: u32 = 1000;
@@ -91,8 +93,10 @@ impl Api {
             "history" => self.history(&fields).await,
             "signal" => self.signal(&fields).await,
             "cancel" => self.cancel(&fields).await,
+            "clusters" => self.clusters(&fields).await,
+            "verify" => self.verify(&fields).await,
             other => Err(ApiError::invalid(format!(
-                "unknown verb {other:?}; the API has start, signal, cancel, describe, list and history"
+                "unknown verb {other:?}; the API has start, signal, cancel, describe, list, history, clusters and verify"
             ))),
         }
     }
@@ -139,6 +143,46 @@ impl Api {
             "workflows": page.workflows.iter().map(workflow_view).collect::<Vec<_>>(),
             "cursor": page.cursor,
         }))
+    }
+
+    /// The cluster registry: live clusters (and with `include_destroyed`, destroyed
+    /// ones), newest first; `name` narrows it to one name.
+    async fn clusters(&self, fields: &Fields) -> Result<Value, ApiError> {
+        let mut problems = Vec::new();
+        let name = fields.optional_string("name", &mut problems);
+        let include_destroyed = fields.optional_bool("include_destroyed", &mut problems);
+        let limit = fields.limit(&mut problems);
+        finish(problems)?;
+        let clusters = self
+            .store()
+            .list_clusters(name.as_deref(), include_destroyed.unwrap_or(false), limit)
+            .await?;
+        Ok(json!({"clusters": clusters.iter().map(cluster_view).collect::<Vec<_>>()}))
+    }
+
+    /// Recomputes the workflow's hash chain in the database: `{"verified": true,
+    /// "events", "head_hash"}`, or `{"verified": false, "first_bad_seq", "reason"}`.
+    async fn verify(&self, fields: &Fields) -> Result<Value, ApiError> {
+        let mut problems = Vec::new();
+        let id = fields.workflow_id("workflow_id", &mut problems);
+        finish(problems)?;
+        match self
+            .store()
+            .verify_history(&id.unwrap_or_else(placeholder))
+            .await
+        {
+            Ok(verified) => Ok(json!({
+                "verified": true,
+                "events": verified.events,
+                "head_hash": verified.head_hash.to_hex(),
+            })),
+            Err(hcpflow_eventstore::Error::Corrupt { seq, reason, .. }) => Ok(json!({
+                "verified": false,
+                "first_bad_seq": seq,
+                "reason": reason,
+            })),
+            Err(error) => Err(error.into()),
+        }
     }
 
     async fn history(&self, fields: &Fields) -> Result<Value, ApiError> {
@@ -319,6 +363,17 @@ impl Fields {
             Some(Value::String(text)) => Some(text.clone()),
             Some(other) => {
                 problems.push(format!("{name}: must be a string, not {}", kind(other)));
+                None
+            }
+        }
+    }
+
+    fn optional_bool(&self, name: &str, problems: &mut Vec<String>) -> Option<bool> {
+        match self.0.get(name) {
+            None | Some(Value::Null) => None,
+            Some(Value::Bool(flag)) => Some(*flag),
+            Some(other) => {
+                problems.push(format!("{name}: must be a boolean, not {}", kind(other)));
                 None
             }
         }

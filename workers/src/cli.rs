@@ -3,8 +3,11 @@
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
+use crate::api_client::ApiClient;
+use crate::audit_cli::AuditCommand;
 use crate::bench::{self, BenchArgs};
-use crate::config::ConfigArgs;
+use crate::cluster_cli::ClusterCommand;
+use crate::config::{ClientArgs, ConfigArgs};
 use crate::server::{self, Role};
 
 #[derive(Debug, Parser)]
@@ -27,8 +30,28 @@ pub enum Command {
     Server(ConfigArgs),
     /// Run some roles only.
     Worker(WorkerArgs),
+    /// Create, scale, destroy and inspect hosted clusters (through the NATS API).
+    Cluster(ClusterArgs),
+    /// Audit evidence: verify workflows' hash chains (through the NATS API).
+    Audit(AuditArgs),
     /// Benchmark a running server over NATS.
     Bench(BenchCommand),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    #[command(subcommand)]
+    pub command: AuditCommand,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ClusterArgs {
+    #[command(subcommand)]
+    pub command: ClusterCommand,
+    #[command(flatten)]
+    pub client: ClientArgs,
 }
 
 /// `--database-admin-url` (the owner) is required; `--database-url` names the
@@ -99,6 +122,16 @@ impl Cli {
                 roles.sort();
                 roles.dedup();
                 server::run(config, &roles, server::shutdown_on_signals()).await
+            }
+            Command::Cluster(args) => {
+                let (nats, prefix) = args.client.nats()?;
+                let api = ApiClient::connect(&nats, &prefix).await?;
+                args.command.run(&api).await
+            }
+            Command::Audit(args) => {
+                let (nats, prefix) = args.client.nats()?;
+                let api = ApiClient::connect(&nats, &prefix).await?;
+                args.command.run(&api).await
             }
             Command::Bench(args) => {
                 let (nats, prefix) = args.config.nats()?;

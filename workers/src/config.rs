@@ -144,6 +144,67 @@ pub struct ConfigArgs {
     pub kubeconfig: Option<PathBuf>,
 }
 
+/// What a client of the NATS API needs (the `cluster` commands): NATS and the prefix.
+/// Global, so they may follow the subcommand.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClientArgs {
+    /// A TOML config file; environment variables and flags override it.
+    #[arg(long, env = "HCPFLOW_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+    #[arg(long, env = "HCPFLOW_NATS_URL", global = true)]
+    pub nats_url: Option<String>,
+    #[arg(long, env = "HCPFLOW_NATS_USER", global = true)]
+    pub nats_user: Option<String>,
+    #[arg(
+        long,
+        env = "HCPFLOW_NATS_PASSWORD",
+        hide_env_values = true,
+        global = true
+    )]
+    pub nats_password: Option<String>,
+    #[arg(
+        long,
+        env = "HCPFLOW_NATS_TOKEN",
+        hide_env_values = true,
+        global = true
+    )]
+    pub nats_token: Option<String>,
+    /// A CA file: connect to NATS over TLS and trust this CA.
+    #[arg(long, env = "HCPFLOW_NATS_CA_FILE", global = true)]
+    pub nats_ca_file: Option<PathBuf>,
+    /// Subject and stream prefix.
+    #[arg(long, env = "HCPFLOW_PREFIX", global = true)]
+    pub prefix: Option<String>,
+}
+
+impl ClientArgs {
+    /// The NATS settings and prefix, layered as for the server.
+    pub fn nats(&self) -> anyhow::Result<(NatsConfig, String)> {
+        ConfigArgs {
+            config: self.config.clone(),
+            database_url: None,
+            database_admin_url: None,
+            nats_url: self.nats_url.clone(),
+            nats_user: self.nats_user.clone(),
+            nats_password: self.nats_password.clone(),
+            nats_token: self.nats_token.clone(),
+            nats_ca_file: self.nats_ca_file.clone(),
+            prefix: self.prefix.clone(),
+            seal_key: None,
+            max_body_bytes: None,
+            metrics_addr: None,
+            workflow_concurrency: None,
+            activity_concurrency: None,
+            task_queues: None,
+            aws_region: None,
+            aws_endpoint: None,
+            kube_url: None,
+            kubeconfig: None,
+        }
+        .nats()
+    }
+}
+
 pub const DEFAULT_PREFIX: &str = "hcpflow";
 pub const DEFAULT_NATS_URL: &str = "nats://127.0.0.1:4222";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;

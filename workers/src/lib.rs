@@ -10,18 +10,26 @@
 //! - [`builtin`]: `noop_chain` and `noop_fanout`; [`hypershift`]: the HyperShift
 //!   workflows; [`aws_activities`], [`kube_activities`] and [`registry_activities`]:
 //!   the activities they call, registered by type name;
-//! - [`config`], [`cli`]: configuration and the command line.
+//! - [`config`], [`cli`]: configuration and the command line; [`cluster_cli`] (with
+//!   [`cluster_spec`], [`api_client`], [`follow`] and [`progress`]) and [`audit_cli`]: `hcpflow cluster`
+//!   and `hcpflow audit`,
+//!   a client of the NATS API with live progress.
 
 pub mod activities;
 pub mod activity_worker;
 pub mod api;
+pub mod api_client;
+pub mod audit_cli;
 pub mod aws_activities;
 pub mod bench;
 pub mod builtin;
 pub mod catalog;
 pub mod cli;
+pub mod cluster_cli;
+pub mod cluster_spec;
 pub mod config;
 pub mod eager;
+pub mod follow;
 pub mod history_cache;
 pub mod hypershift;
 pub mod intake;
@@ -30,6 +38,7 @@ pub mod kube_activities;
 pub mod metrics;
 pub mod migrate;
 pub mod nats;
+pub mod progress;
 pub mod registry_activities;
 pub mod relay;
 pub mod server;

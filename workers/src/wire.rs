@@ -1,5 +1,6 @@
 //! Message bodies on NATS: the public API replies and the internal task messages.
 
+use hcpflow_eventstore::registry::ClusterRecord;
 use hcpflow_eventstore::{StoredEvent, WorkflowSummary};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -106,6 +107,19 @@ pub fn workflow_view(summary: &WorkflowSummary) -> Value {
         "concurrency_key": summary.concurrency_key,
         "output": summary.output,
         "error": summary.error.clone().or_else(|| summary.blocked_reason.clone().map(|r| json!({"kind": "blocked", "message": r}))),
+    })
+}
+
+/// An item of a clusters reply: one cluster registry row.
+pub fn cluster_view(cluster: &ClusterRecord) -> Value {
+    json!({
+        "name": cluster.name,
+        "infra_id": cluster.infra_id,
+        "namespace": cluster.namespace,
+        "state": cluster.state.as_str(),
+        "create_workflow_id": cluster.create_workflow_id.as_str(),
+        "created_at": cluster.created_at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        "updated_at": cluster.updated_at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
     })
 }
 

@@ -68,8 +68,13 @@ async fn one_live_cluster_per_name_until_it_is_destroyed() {
             .unwrap(),
         Registration::Registered(_)
     ));
-    let listed = store.list_clusters(true, 1000).await.unwrap();
+    let listed = store.list_clusters(None, true, 1000).await.unwrap();
     assert_eq!(listed.iter().filter(|c| c.name == name).count(), 2);
+    let named = store.list_clusters(Some(&name), true, 10).await.unwrap();
+    assert_eq!(named.len(), 2);
+    assert_eq!(named[0].state, ClusterState::Creating, "the live one first");
+    let live_only = store.list_clusters(Some(&name), false, 10).await.unwrap();
+    assert_eq!(live_only.len(), 1);
 
     // Racing creates of a fresh name: exactly one wins.
     let raced = unique("race");
