@@ -7,6 +7,7 @@
 mod api;
 mod auth;
 mod aws_registry;
+mod cluster_commands;
 mod cluster_crash;
 mod cluster_support;
 mod crash;

@@ -8,6 +8,65 @@ use hcpflow_engine::scrub_quoted;
 use serde::{Deserialize, Serialize};
 
 use crate::network_plan;
+use crate::shape::{self, optional, required, Field, Kind};
+
+const MANAGEMENT_FIELDS: &[Field] = &[
+    required("vpc_id", Kind::String),
+    required("subnet_ids", Kind::StringList),
+];
+
+const NODE_POOL_FIELDS: &[Field] = &[
+    required("name", Kind::String),
+    required("zone", Kind::String),
+    required("replicas", Kind::Integer),
+    optional("instance_type", Kind::String),
+    optional("annotations", Kind::StringMap),
+];
+
+/// The fields of [`CreateClusterInput`], checked all at once before decoding.
+const CREATE_FIELDS: &[Field] = &[
+    required("name", Kind::String),
+    optional("infra_id", Kind::String),
+    required("region", Kind::String),
+    required("zones", Kind::StringList),
+    required("base_domain", Kind::String),
+    required("endpoint_access", Kind::String),
+    required("vpc_cidr", Kind::String),
+    required("oidc_bucket", Kind::String),
+    optional("namespace", Kind::String),
+    optional("management", Kind::Object(MANAGEMENT_FIELDS)),
+    required("release_image", Kind::String),
+    required("pull_secret", Kind::String),
+    required("ssh_public_key", Kind::String),
+    optional("node_pools", Kind::ObjectList(NODE_POOL_FIELDS)),
+    optional("keep_on_failure", Kind::Bool),
+    optional("control_plane_timeout_secs", Kind::Integer),
+    optional("node_pool_timeout_secs", Kind::Integer),
+    optional("annotations", Kind::StringMap),
+];
+
+const SCALE_FIELDS: &[Field] = &[
+    required("cluster", Kind::String),
+    required("node_pool", Kind::String),
+    required("replicas", Kind::Integer),
+    optional("timeout_secs", Kind::Integer),
+];
+
+const DESTROY_FIELDS: &[Field] = &[required("cluster", Kind::String)];
+
+/// Decodes `input` as `T` after checking its shape, so a malformed input lists every
+/// missing, mistyped or unknown field rather than serde's first.
+fn decode<T: serde::de::DeserializeOwned>(
+    input: &serde_json::Value,
+    fields: &[Field],
+) -> Result<T, Vec<String>> {
+    let problems = shape::problems(input, fields);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    serde_json::from_value(input.clone())
+        .map_err(|e| vec![format!("input: {}", scrub_quoted(&e.to_string()))])
+}
 
 /// The longest infra id: AWS names built from it (`<infra-id>-<suffix>`) must fit.
 pub const MAX_INFRA_ID: usize = 27;
@@ -278,8 +337,7 @@ impl<S> CreateClusterInput<S> {
 
 /// Intake's check of a create: decodes the plaintext input and reports every problem.
 pub fn validate_create(input: &serde_json::Value) -> Result<(), Vec<String>> {
-    let decoded: CreateClusterInput<String> = serde_json::from_value(input.clone())
-        .map_err(|e| vec![format!("input: {}", scrub_quoted(&e.to_string()))])?;
+    let decoded: CreateClusterInput<String> = decode(input, CREATE_FIELDS)?;
     // Sealed values (a resubmission) cannot be read here; plaintext must be JSON.
     let is_json = if decoded.pull_secret.starts_with("sealed:") {
         None
@@ -299,8 +357,7 @@ pub fn validate_create(input: &serde_json::Value) -> Result<(), Vec<String>> {
 
 /// Intake's check of a scale.
 pub fn validate_scale(input: &serde_json::Value) -> Result<(), Vec<String>> {
-    let decoded: ScaleInput = serde_json::from_value(input.clone())
-        .map_err(|e| vec![format!("input: {}", scrub_quoted(&e.to_string()))])?;
+    let decoded: ScaleInput = decode(input, SCALE_FIELDS)?;
     let mut problems = Vec::new();
     if !is_dns_label(&decoded.cluster, 63) {
         problems.push(format!(
@@ -329,8 +386,7 @@ pub fn validate_scale(input: &serde_json::Value) -> Result<(), Vec<String>> {
 
 /// Intake's check of a destroy.
 pub fn validate_destroy(input: &serde_json::Value) -> Result<(), Vec<String>> {
-    let decoded: DestroyInput = serde_json::from_value(input.clone())
-        .map_err(|e| vec![format!("input: {}", scrub_quoted(&e.to_string()))])?;
+    let decoded: DestroyInput = decode(input, DESTROY_FIELDS)?;
     if is_dns_label(&decoded.cluster, 63) {
         Ok(())
     } else {
@@ -397,6 +453,34 @@ mod tests {
         assert!(
             problems[0].contains("pull_secert") && !problems[0].contains("hunter2"),
             "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn missing_and_mistyped_fields_are_all_named() {
+        let mut input = valid();
+        let fields = input.as_object_mut().unwrap();
+        fields.remove("zones");
+        fields.remove("release_image");
+        fields.insert("keep_on_failure".into(), json!("yes"));
+        input["node_pools"][0]["replicas"] = json!("2");
+        let problems = validate_create(&input).unwrap_err();
+        assert_eq!(
+            problems,
+            vec![
+                "zones: required",
+                "release_image: required",
+                "node_pools[0].replicas: must be an integer, not a string",
+                "keep_on_failure: must be a boolean, not a string",
+            ]
+        );
+        assert_eq!(
+            validate_scale(&json!({"replicas": "four"})).unwrap_err(),
+            vec![
+                "cluster: required",
+                "node_pool: required",
+                "replicas: must be an integer, not a string"
+            ]
         );
     }
 

@@ -21,5 +21,6 @@ pub mod network_plan;
 pub mod privatelink;
 pub mod registry;
 pub mod scale;
+mod shape;
 
 pub use delete::Delete;
