@@ -1,7 +1,10 @@
-//! Two clusters created at once by one server, which is killed with SIGKILL in the
-//! middle of the creates and again in the middle of the destroys: after each restart
-//! both workflows finish, and moto and the emulator hold exactly one of everything
-//! (nothing duplicated), then nothing (nothing leaked).
+//! Two clusters created at once by one server, which is killed with SIGKILL twice at
+//! random points of the creates and twice at random points of the destroys: after the
+//! restarts both workflows finish, and moto and the emulator hold exactly one of
+//! everything (nothing duplicated), then nothing (nothing leaked).
+//!
+//! The points are event counts of the first workflow, drawn anew each run and printed;
+//! `HCPFLOW_CRASH_POINTS=c1,c2/d1,d2` replays a run's points.
 
 use std::time::Duration;
 
@@ -10,20 +13,65 @@ use serde_json::json;
 use crate::cluster_support::{
     cluster_name, cluster_stack, create_input, holdings, prerequisites, server_with_key, Holdings,
 };
-use crate::support::{unique, Server};
+use crate::support::{say, unique, Server};
 
-/// Waits until `id` has at least `events` events, so a kill lands mid-run.
+/// Event counts of a 3-zone create (213 events) and destroy (145) to kill at, two each,
+/// ascending: random, or `HCPFLOW_CRASH_POINTS`.
+fn kill_points() -> ([usize; 2], [usize; 2]) {
+    use rand::Rng;
+    let parse = |part: &str| -> Option<[usize; 2]> {
+        let mut points = part.split(',').map(|p| p.trim().parse::<usize>().ok());
+        let mut pair = [points.next()??, points.next()??];
+        pair.sort_unstable();
+        Some(pair)
+    };
+    if let Ok(given) = std::env::var("HCPFLOW_CRASH_POINTS") {
+        if let Some((create, destroy)) = given.split_once('/') {
+            if let (Some(create), Some(destroy)) = (parse(create), parse(destroy)) {
+                return (create, destroy);
+            }
+        }
+        panic!("HCPFLOW_CRASH_POINTS={given:?}: expected c1,c2/d1,d2");
+    }
+    let mut rng = rand::thread_rng();
+    let mut draw = |most: usize| {
+        let mut pair = [rng.gen_range(3..=most), rng.gen_range(3..=most)];
+        pair.sort_unstable();
+        pair
+    };
+    (draw(200), draw(135))
+}
+
+/// Kills the server once `id` has each number of events in `points`, restarting it
+/// after each kill.
+async fn kill_at(server: &mut Server, id: &str, points: [usize; 2]) {
+    for events in points {
+        wait_for_progress(server, id, events).await;
+        server.kill9().await;
+        server.restart().await;
+    }
+}
+
+/// Waits until `id` has at least `events` events (or has ended), so a kill lands
+/// mid-run.
 async fn wait_for_progress(server: &Server, id: &str, events: usize) {
-    for _ in 0..600 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
+    while tokio::time::Instant::now() < deadline {
         let history = server
             .api("history", json!({"workflow_id": id, "limit": 1000}))
             .await;
-        if history["events"].as_array().map_or(0, Vec::len) >= events {
+        let recorded = history["events"].as_array().map_or(0, Vec::len);
+        let ended = history["events"]
+            .as_array()
+            .and_then(|e| e.last())
+            .and_then(|e| e["type"].as_str())
+            .is_some_and(|t| t.starts_with("Workflow") && t != "WorkflowStarted");
+        if recorded >= events || ended {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("{id} made no progress");
+    panic!("{id} did not reach {events} events");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -49,10 +97,12 @@ async fn two_clusters_survive_kill_9_during_create_and_destroy() {
             .await;
         assert_eq!(reply["ok"], true, "{reply}");
     }
-    // Killed in the middle of the network phase of the first.
-    wait_for_progress(&server, &creates[0], 30).await;
-    server.kill9().await;
-    server.restart().await;
+    let (create_points, destroy_points) = kill_points();
+    say(&format!(
+        "kill -9 points: HCPFLOW_CRASH_POINTS={},{}/{},{}",
+        create_points[0], create_points[1], destroy_points[0], destroy_points[1]
+    ));
+    kill_at(&mut server, &creates[0], create_points).await;
     let mut infra_ids = Vec::new();
     for id in &creates {
         let status = server.wait_terminal(id, Duration::from_secs(300)).await;
@@ -70,7 +120,7 @@ async fn two_clusters_survive_kill_9_during_create_and_destroy() {
         assert_eq!(
             holdings(&stack.moto, &stack.kube, name, infra_id, &pre).await,
             one_of_everything,
-            "{name} after a kill -9 during its create"
+            "{name} after kill -9 at {create_points:?} events of a create"
         );
     }
 
@@ -83,9 +133,7 @@ async fn two_clusters_survive_kill_9_during_create_and_destroy() {
             .start_workflow("destroy_hosted_cluster", id, json!({"cluster": name}))
             .await;
     }
-    wait_for_progress(&server, &destroys[1], 12).await;
-    server.kill9().await;
-    server.restart().await;
+    kill_at(&mut server, &destroys[0], destroy_points).await;
     for id in &destroys {
         let status = server.wait_terminal(id, Duration::from_secs(300)).await;
         let described = server.api("describe", json!({"workflow_id": id})).await;
@@ -95,7 +143,7 @@ async fn two_clusters_survive_kill_9_during_create_and_destroy() {
         assert_eq!(
             holdings(&stack.moto, &stack.kube, name, infra_id, &pre).await,
             Holdings::default(),
-            "{name} after a kill -9 during its destroy"
+            "{name} after kill -9 at {destroy_points:?} events of a destroy"
         );
     }
 }
