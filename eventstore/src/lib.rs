@@ -11,9 +11,11 @@
 //! - [`index`], [`outbox`], [`timers`], [`ledger`]: the tables written alongside;
 //! - [`published`]: how far each workflow's events are on the events stream;
 //! - [`registry`]: the cluster registry (name → infra id, create workflow, state);
+//! - [`checkpoints`]: signed heads of histories (audit);
 //! - [`migrate`]: the embedded migrations and the application role's grants.
 
 pub mod append;
+pub mod checkpoints;
 mod error;
 pub mod history;
 pub mod index;
@@ -29,6 +31,7 @@ mod store;
 pub mod timers;
 
 pub use append::{AppendBatch, Appended, NewWorkflow, OutboxClaim};
+pub use checkpoints::{StoredCheckpoint, UnsignedHead};
 pub use error::{Error, Result};
 pub use history::{HistoryPage, VerifiedHistory};
 pub use index::{WorkflowFilter, WorkflowPage, WorkflowSummary};

@@ -20,6 +20,8 @@ const APPLICATION_GRANTS: &[&str] = &[
     "GRANT SELECT, INSERT, UPDATE, DELETE ON outbox, timers TO {role}",
     "GRANT SELECT, INSERT ON resource_ledger TO {role}",
     "GRANT SELECT, INSERT, UPDATE ON cluster_registry TO {role}",
+    "REVOKE ALL ON audit_checkpoints FROM {role}",
+    "GRANT SELECT, INSERT ON audit_checkpoints TO {role}",
     "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}",
 ];
 

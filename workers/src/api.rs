@@ -15,6 +15,7 @@ use tokio::sync::{watch, Semaphore};
 
 use crate::intake::{Intake, StartRequest};
 use crate::journal::Write;
+use crate::subjects::StreamRole;
 use crate::wire::{
     cluster_view, history_entry, ok_reply, parse_body, workflow_view, ApiError, ErrorCode,
 };
@@ -27,6 +28,8 @@ pub struct Api {
     pub intake: Arc<Intake>,
     pub client: async_nats::Client,
     pub max_body_bytes: usize,
+    /// Reported by `verify`, for callers without a key of their own.
+    pub audit_public_key: Option<hcpflow_engine::AuditPublicKey>,
 }
 
 impl Api {
@@ -160,28 +163,81 @@ impl Api {
         Ok(json!({"clusters": clusters.iter().map(cluster_view).collect::<Vec<_>>()}))
     }
 
-    /// Recomputes the workflow's hash chain in the database: `{"verified": true,
-    /// "events", "head_hash"}`, or `{"verified": false, "first_bad_seq", "reason"}`.
+    /// The evidence for an audit: the hash chain recomputed in the database
+    /// (`verified`, `events`, `head_hash`, or `first_bad_seq` and `reason`), the latest
+    /// signed checkpoint in Postgres and on the witness stream, the history's hash at
+    /// each checkpoint's seq, the workflow's status, and this server's audit public key.
+    /// Checking the signatures is the caller's job, with the key it trusts.
     async fn verify(&self, fields: &Fields) -> Result<Value, ApiError> {
         let mut problems = Vec::new();
         let id = fields.workflow_id("workflow_id", &mut problems);
         finish(problems)?;
-        match self
-            .store()
-            .verify_history(&id.unwrap_or_else(placeholder))
-            .await
-        {
-            Ok(verified) => Ok(json!({
+        let id = id.unwrap_or_else(placeholder);
+        let summary = self.store().get_workflow(&id).await?;
+        let mut reply = match self.store().verify_history(&id).await {
+            Ok(verified) => json!({
                 "verified": true,
                 "events": verified.events,
                 "head_hash": verified.head_hash.to_hex(),
-            })),
-            Err(hcpflow_eventstore::Error::Corrupt { seq, reason, .. }) => Ok(json!({
+            }),
+            Err(hcpflow_eventstore::Error::Corrupt { seq, reason, .. }) => json!({
                 "verified": false,
                 "first_bad_seq": seq,
                 "reason": reason,
-            })),
-            Err(error) => Err(error.into()),
+            }),
+            Err(error) => return Err(error.into()),
+        };
+        let database = self
+            .store()
+            .latest_checkpoint(&id)
+            .await?
+            .map(|stored| stored.checkpoint);
+        let witness = self.witness_checkpoint(&id).await?;
+        let mut hash_at = Map::new();
+        for checkpoint in database.iter().chain(witness.iter()) {
+            let page = self.store().read_history(&id, checkpoint.seq, 1).await?;
+            if let Some(event) = page.events.first().filter(|e| e.seq == checkpoint.seq) {
+                hash_at.insert(checkpoint.seq.to_string(), json!(event.hash.to_hex()));
+            }
+        }
+        reply["status"] = json!(summary.status.as_str());
+        reply["checkpoints"] = json!({"database": database, "witness": witness});
+        reply["hash_at"] = Value::Object(hash_at);
+        reply["audit_public_key"] = json!(self.audit_public_key.map(|k| k.to_base64()));
+        Ok(reply)
+    }
+
+    /// The latest checkpoint of `id` on the witness stream, if any.
+    async fn witness_checkpoint(
+        &self,
+        id: &WorkflowId,
+    ) -> Result<Option<hcpflow_engine::Checkpoint>, ApiError> {
+        use async_nats::jetstream::stream::LastRawMessageErrorKind;
+        let journal = &self.intake.journal;
+        let unavailable = |e: String| {
+            ApiError::new(
+                ErrorCode::Unavailable,
+                format!("reading the witness stream: {e}"),
+            )
+        };
+        let stream = journal
+            .js
+            .get_stream(journal.subjects.stream(StreamRole::Audit))
+            .await
+            .map_err(|e| unavailable(e.to_string()))?;
+        match stream
+            .get_last_raw_message_by_subject(&journal.subjects.audit(id.as_str()))
+            .await
+        {
+            Ok(message) => serde_json::from_slice(&message.payload)
+                .map(Some)
+                .map_err(|e| {
+                    ApiError::internal(format!("a witness message is not a checkpoint: {e}"))
+                }),
+            Err(error) if matches!(error.kind(), LastRawMessageErrorKind::NoMessageFound) => {
+                Ok(None)
+            }
+            Err(error) => Err(unavailable(error.to_string())),
         }
     }
 
@@ -191,6 +247,7 @@ impl Api {
         let from_seq = fields.optional_u64("from_seq", &mut problems);
         let limit = fields.limit(&mut problems);
         let cursor = fields.optional_string("cursor", &mut problems);
+        let raw = fields.optional_bool("raw", &mut problems).unwrap_or(false);
         let from = match (&cursor, from_seq) {
             (Some(cursor), _) => cursor
                 .parse::<Seq>()
@@ -207,8 +264,20 @@ impl Api {
         // Distinguish "no such workflow" from "no events from here".
         self.store().get_workflow(&id).await?;
         let page = self.store().read_history(&id, from, limit).await?;
+        let mut events = Vec::with_capacity(page.events.len());
+        for event in &page.events {
+            let mut entry = history_entry(event);
+            if raw {
+                // The exact bytes that were hashed, for an independent check of the chain.
+                let body = std::str::from_utf8(&event.body).map_err(|_| {
+                    ApiError::internal(format!("event {} of {id} is not UTF-8", event.seq))
+                })?;
+                entry["body"] = json!(body);
+            }
+            events.push(entry);
+        }
         Ok(json!({
-            "events": page.events.iter().map(history_entry).collect::<Vec<_>>(),
+            "events": events,
             "cursor": page.next_from.map(|seq| seq.to_string()),
         }))
     }

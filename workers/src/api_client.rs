@@ -99,8 +99,27 @@ impl ApiClient {
         workflow_id: &str,
         from_seq: u64,
     ) -> Result<Vec<Value>, CallError> {
+        self.history_pages(workflow_id, from_seq, false).await
+    }
+
+    /// As [`Self::history_from`], each entry with `body`: the exact bytes that were hashed.
+    pub async fn history_from_raw(
+        &self,
+        workflow_id: &str,
+        from_seq: u64,
+    ) -> Result<Vec<Value>, CallError> {
+        self.history_pages(workflow_id, from_seq, true).await
+    }
+
+    async fn history_pages(
+        &self,
+        workflow_id: &str,
+        from_seq: u64,
+        raw: bool,
+    ) -> Result<Vec<Value>, CallError> {
         let mut events = Vec::new();
-        let mut request = json!({"workflow_id": workflow_id, "from_seq": from_seq, "limit": 1000});
+        let mut request =
+            json!({"workflow_id": workflow_id, "from_seq": from_seq, "limit": 500, "raw": raw});
         loop {
             let mut reply = self.call("history", request.clone()).await?;
             if let Value::Array(page) = reply["events"].take() {
@@ -108,7 +127,7 @@ impl ApiClient {
             }
             match reply["cursor"].as_str() {
                 Some(cursor) => {
-                    request = json!({"workflow_id": workflow_id, "cursor": cursor, "limit": 1000})
+                    request = json!({"workflow_id": workflow_id, "cursor": cursor, "limit": 500, "raw": raw})
                 }
                 None => return Ok(events),
             }

@@ -9,6 +9,7 @@ use crate::bench::{self, BenchArgs};
 use crate::cluster_cli::ClusterCommand;
 use crate::config::{ClientArgs, ConfigArgs};
 use crate::server::{self, Role};
+use crate::workflow_cli::WorkflowCommand;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -32,10 +33,20 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Create, scale, destroy and inspect hosted clusters (through the NATS API).
     Cluster(ClusterArgs),
+    /// Any workflow: list, describe, history, watch, cancel, signal (through the NATS API).
+    Workflow(WorkflowArgs),
     /// Audit evidence: verify workflows' hash chains (through the NATS API).
     Audit(AuditArgs),
     /// Benchmark a running server over NATS.
     Bench(BenchCommand),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WorkflowArgs {
+    #[command(subcommand)]
+    pub command: WorkflowCommand,
+    #[command(flatten)]
+    pub client: ClientArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -128,11 +139,12 @@ impl Cli {
                 let api = ApiClient::connect(&nats, &prefix).await?;
                 args.command.run(&api).await
             }
-            Command::Audit(args) => {
+            Command::Workflow(args) => {
                 let (nats, prefix) = args.client.nats()?;
                 let api = ApiClient::connect(&nats, &prefix).await?;
                 args.command.run(&api).await
             }
+            Command::Audit(args) => args.command.run(&args.client).await,
             Command::Bench(args) => {
                 let (nats, prefix) = args.config.nats()?;
                 let report = bench::run(

@@ -40,6 +40,8 @@ pub struct Config {
     pub prefix: String,
     /// `HCPFLOW_SEAL_KEY`: seals submitted secrets at intake.
     pub seal_key: Option<Secret>,
+    /// `HCPFLOW_AUDIT_SIGNING_KEY`: signs histories' checkpoints (Ed25519 seed).
+    pub audit_signing_key: Option<Secret>,
     /// Largest request or submit body accepted, in bytes.
     pub max_body_bytes: usize,
     pub metrics_addr: Option<SocketAddr>,
@@ -70,6 +72,7 @@ pub struct ConfigFile {
     pub nats_ca_file: Option<PathBuf>,
     pub prefix: Option<String>,
     pub seal_key: Option<Secret>,
+    pub audit_signing_key: Option<Secret>,
     pub max_body_bytes: Option<usize>,
     pub metrics_addr: Option<SocketAddr>,
     pub workflow_concurrency: Option<usize>,
@@ -117,6 +120,9 @@ pub struct ConfigArgs {
     pub prefix: Option<String>,
     #[arg(long, env = "HCPFLOW_SEAL_KEY", hide_env_values = true)]
     pub seal_key: Option<String>,
+    /// The audit key (a 32-byte Ed25519 seed, base64 or hex): signs history checkpoints.
+    #[arg(long, env = "HCPFLOW_AUDIT_SIGNING_KEY", hide_env_values = true)]
+    pub audit_signing_key: Option<String>,
     #[arg(long, env = "HCPFLOW_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9464).
@@ -191,6 +197,7 @@ impl ClientArgs {
             nats_ca_file: self.nats_ca_file.clone(),
             prefix: self.prefix.clone(),
             seal_key: None,
+            audit_signing_key: None,
             max_body_bytes: None,
             metrics_addr: None,
             workflow_concurrency: None,
@@ -245,6 +252,11 @@ impl ConfigArgs {
                 .or(file.prefix)
                 .unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
             seal_key: self.seal_key.clone().map(Secret::new).or(file.seal_key),
+            audit_signing_key: self
+                .audit_signing_key
+                .clone()
+                .map(Secret::new)
+                .or(file.audit_signing_key),
             max_body_bytes: self
                 .max_body_bytes
                 .or(file.max_body_bytes)
@@ -338,6 +350,7 @@ mod tests {
             nats_ca_file: None,
             prefix: None,
             seal_key: None,
+            audit_signing_key: None,
             max_body_bytes: None,
             metrics_addr: None,
             workflow_concurrency: None,

@@ -4,6 +4,7 @@ use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
+    exit_quietly_when_stdout_closes();
     hcpflow_workers::tls::install_crypto_provider();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -19,4 +20,22 @@ async fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// `hcpflow ... | head` closes stdout early; end as a process killed by SIGPIPE would
+/// (status 141) instead of panicking in `println!`.
+fn exit_quietly_when_stdout_closes() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
 }

@@ -110,6 +110,18 @@ pub async fn ensure_streams(
                 max_age: Duration::from_secs(30 * 24 * 3600),
                 ..Default::default()
             },
+            // The independent witness of the checkpoints: kept forever, and neither a
+            // message nor the stream's contents can be deleted through NATS.
+            StreamRole::Audit => stream::Config {
+                name: name.clone(),
+                subjects: vec![subjects.audit_all()],
+                retention: stream::RetentionPolicy::Limits,
+                deny_delete: true,
+                deny_purge: true,
+                allow_direct: true,
+                duplicate_window: Duration::from_secs(120),
+                ..Default::default()
+            },
         };
         js.get_or_create_stream(config)
             .await

@@ -299,9 +299,15 @@ pub fn step_label(activity_type: &str, input: &Value) -> String {
     } else {
         &["role", "exposure", "zone"]
     };
+    // Deletes name their object as `{"object": {"name", ...}}`.
+    let fields = if input["object"].is_object() {
+        &input["object"]
+    } else {
+        input
+    };
     let distinguishing: Vec<String> = keys
         .iter()
-        .filter_map(|key| input[*key].as_str().map(str::to_owned))
+        .filter_map(|key| fields[*key].as_str().map(str::to_owned))
         .collect();
     if distinguishing.is_empty() {
         if let Some(name) = input["name"].as_str() {
@@ -473,6 +479,13 @@ mod tests {
                 &json!({"name": "demo-us-east-1a", "replicas": 4})
             ),
             "kube.scale_node_pool demo-us-east-1a → 4"
+        );
+        assert_eq!(
+            step_label(
+                "kube.delete_node_pool",
+                &json!({"object": {"name": "demo-us-east-1a", "namespace": "clusters"}})
+            ),
+            "kube.delete_node_pool demo-us-east-1a"
         );
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use async_nats::jetstream;
 use hcpflow_aws::{AwsActivities, AwsClients};
-use hcpflow_engine::Keyring;
+use hcpflow_engine::{AuditSigningKey, Keyring};
 use hcpflow_eventstore::EventStore;
 use hcpflow_kube::{KubeActivities, KubeSettings};
 use tokio::sync::{watch, Semaphore};
@@ -20,6 +20,7 @@ use crate::activities::ActivityRegistry;
 use crate::activity_worker::ActivityWorker;
 use crate::api::Api;
 use crate::catalog::Catalog;
+use crate::checkpointer::Checkpointer;
 use crate::config::Config;
 use crate::eager::EagerDispatch;
 use crate::intake::Intake;
@@ -44,7 +45,7 @@ pub enum Role {
     Workflow,
     /// Activity tasks of the configured task queues.
     Activity,
-    /// The outbox relay.
+    /// The outbox relay, and the checkpointer (signed heads of histories).
     Relay,
     /// Durable timers and retry backoffs.
     Timer,
@@ -160,6 +161,12 @@ pub async fn run(
         )),
         None => None,
     };
+    let audit_key = match &config.audit_signing_key {
+        Some(key) => Some(Arc::new(
+            AuditSigningKey::from_text(key.expose()).context("HCPFLOW_AUDIT_SIGNING_KEY")?,
+        )),
+        None => None,
+    };
     // AWS clients only where activities run; loading them reads no credentials yet.
     let (aws, kube) = if roles.contains(&Role::Activity) {
         let aws = Arc::new(AwsActivities {
@@ -206,6 +213,7 @@ pub async fn run(
                     intake: intake.clone(),
                     client: client.clone(),
                     max_body_bytes: config.max_body_bytes,
+                    audit_public_key: audit_key.as_ref().map(|k| *k.public_key()),
                 });
                 spawn("api".into(), Box::pin(api.run(shutdown.clone())));
                 let consumer = durable_consumer(
@@ -276,6 +284,22 @@ pub async fn run(
                     name: format!("relay-{name}"),
                 };
                 spawn("relay".into(), Box::pin(relay.run(shutdown.clone())));
+                match &audit_key {
+                    Some(key) => {
+                        let checkpointer = Checkpointer {
+                            journal: journal.clone(),
+                            key: key.clone(),
+                            name: format!("checkpointer-{name}"),
+                        };
+                        spawn(
+                            "checkpointer".into(),
+                            Box::pin(checkpointer.run(shutdown.clone())),
+                        );
+                    }
+                    None => tracing::warn!(
+                        "no audit signing key (HCPFLOW_AUDIT_SIGNING_KEY): histories are hash-chained but not signed"
+                    ),
+                }
             }
             Role::Timer => {
                 let timers = TimerService {

@@ -18,10 +18,18 @@ pub enum StreamRole {
     Tasks,
     Events,
     DeadLetter,
+    /// The witness: signed checkpoints, append-only (no delete, no purge).
+    Audit,
 }
 
 impl StreamRole {
-    pub const ALL: [StreamRole; 4] = [Self::Submit, Self::Tasks, Self::Events, Self::DeadLetter];
+    pub const ALL: [StreamRole; 5] = [
+        Self::Submit,
+        Self::Tasks,
+        Self::Events,
+        Self::DeadLetter,
+        Self::Audit,
+    ];
 
     fn suffix(self) -> &'static str {
         match self {
@@ -29,6 +37,7 @@ impl StreamRole {
             Self::Tasks => "TASKS",
             Self::Events => "EVENTS",
             Self::DeadLetter => "DEADLETTER",
+            Self::Audit => "AUDIT",
         }
     }
 }
@@ -103,6 +112,15 @@ impl Subjects {
 
     pub fn dead_letter_all(&self) -> String {
         format!("{}.deadletter.>", self.prefix)
+    }
+
+    /// `<prefix>.audit.<workflow_id>`: the workflow's signed checkpoints.
+    pub fn audit(&self, workflow_id: &str) -> String {
+        format!("{}.audit.{workflow_id}", self.prefix)
+    }
+
+    pub fn audit_all(&self) -> String {
+        format!("{}.audit.>", self.prefix)
     }
 
     /// `HCPFLOW_SUBMIT`, ... : the prefix upper-cased, `-` as `_`.

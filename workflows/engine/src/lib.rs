@@ -13,11 +13,13 @@
 //! - [`history`]: questions workers ask of a history (pending work, duplicates,
 //!   compensations for destroy);
 //! - [`canonical`] and [`chain`]: the bytes that are hashed, and the hash chain;
+//!   [`checkpoint`]: signed heads;
 //! - [`sealed`]: secrets as AEAD ciphertext;
 //! - `testing` (feature `test-util`): an in-process driver with fake activities.
 
 pub mod canonical;
 pub mod chain;
+pub mod checkpoint;
 mod context;
 pub mod entropy;
 mod error;
@@ -39,6 +41,7 @@ mod time;
 pub mod testing;
 
 pub use chain::ChainHash;
+pub use checkpoint::{AuditPublicKey, AuditSigningKey, Checkpoint, CheckpointError};
 pub use context::{
     Activity, ActivityCall, Cancelled, ChildCall, JoinAll, SignalWait, Sleep, WorkflowContext,
 };
