@@ -3,7 +3,8 @@
 //! periodically — and stores each checkpoint in Postgres and, as an independent
 //! witness, on the append-only `<PREFIX>_AUDIT` stream.
 //!
-//! Guarantees: a head is signed only after its whole chain verified; the checkpoint row
+//! Guarantees: a head is signed only after its whole chain verified, and an ended
+//! history only at its end event (never an event appended after it); the checkpoint row
 //! and its witness message are one transaction, and the message is published by this
 //! process or, if it dies, by a relay once the claim's lease ends. Signing twice is
 //! harmless (the row exists; nothing is written twice).
@@ -98,6 +99,35 @@ impl Checkpointer {
             .verify_history(&head.workflow_id)
             .await
             .map_err(|e| e.to_string())?;
-        Ok(verified.events == head.seq.get() && verified.head_hash == head.head_hash)
+        if verified.events != head.seq.get() || verified.head_hash != head.head_hash {
+            return Ok(false);
+        }
+        // An ended history is signed at its end event, never past it: events after the
+        // end were not written by the engine.
+        if head.status.is_terminal() {
+            let last = self
+                .journal
+                .store
+                .read_history(&head.workflow_id, head.seq, 1)
+                .await
+                .map_err(|e| e.to_string())?;
+            let kind = last.events.first().map(|e| e.event_type.as_str());
+            if !matches!(
+                kind,
+                Some(
+                    "WorkflowCompleted"
+                        | "WorkflowCompensated"
+                        | "WorkflowFailed"
+                        | "WorkflowCancelled"
+                )
+            ) {
+                return Err(format!(
+                    "the workflow ended ({}) but its last event is {}: events after the end",
+                    head.status,
+                    kind.unwrap_or("missing")
+                ));
+            }
+        }
+        Ok(true)
     }
 }

@@ -3,39 +3,12 @@
 //! create, scale with live progress, status, destroy without waiting then follow it,
 //! list, audit — and nothing left in moto or the emulator.
 
-use std::process::Output;
-
 use serde_json::Value;
 
 use crate::cluster_support::{
     cluster_name, cluster_stack, holdings, prerequisites, server_with_key, Holdings, ZONES,
 };
-use crate::support::{env_value, unique, Server};
-
-async fn hcpflow(server: &Server, env: &[(String, String)], args: &[&str]) -> Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_hcpflow"))
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HCPFLOW_NATS_URL", env_value(env, "HCPFLOW_NATS_URL"))
-        .env("HCPFLOW_PREFIX", &server.prefix)
-        .output()
-        .await
-        .unwrap()
-}
-
-fn text(output: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
-fn json_of(output: &Output) -> Value {
-    let (stdout, stderr) = text(output);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
-}
+use crate::support::{output_json, output_text, run_cli, unique};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cluster_commands_drive_a_cluster_through_its_life() {
@@ -49,7 +22,6 @@ async fn the_cluster_commands_drive_a_cluster_through_its_life() {
     let pre = prerequisites(moto, &tag).await;
     let prefix = unique("cli");
     let server = server_with_key(&stack, &prefix, &format!("{prefix}-key")).await;
-    let env = &stack.env;
     let name = cluster_name("cli");
 
     let dir = std::env::temp_dir().join(format!("hcpflow-{tag}"));
@@ -76,8 +48,8 @@ async fn the_cluster_commands_drive_a_cluster_through_its_life() {
     let file = file.to_str().unwrap();
 
     // Bad input: a clear error naming the problems, nothing started.
-    let bad = hcpflow(&server, env, &["cluster", "create", "--name", "Bad_Name"]).await;
-    let (_, stderr) = text(&bad);
+    let bad = run_cli(&server, &["cluster", "create", "--name", "Bad_Name"]).await;
+    let (_, stderr) = output_text(&bad);
     assert!(!bad.status.success());
     assert!(
         stderr.contains("invalid_request")
@@ -87,35 +59,23 @@ async fn the_cluster_commands_drive_a_cluster_through_its_life() {
     );
 
     // Create from the file (2 replicas per zone by default), as JSON.
-    let created = json_of(
-        &hcpflow(
-            &server,
-            env,
-            &["cluster", "create", "-f", file, "-o", "json"],
-        )
-        .await,
-    );
+    let created =
+        output_json(&run_cli(&server, &["cluster", "create", "-f", file, "-o", "json"]).await);
     assert_eq!(created["status"], "completed", "{created}");
     let infra_id = created["output"]["infra_id"].as_str().unwrap().to_owned();
     let held = holdings(moto, kube, &name, &infra_id, &pre).await;
     assert_eq!(held, Holdings::one_cluster());
 
     // A second create of the live name is refused.
-    let again = hcpflow(
-        &server,
-        env,
-        &["cluster", "create", "-f", file, "--no-wait"],
-    )
-    .await;
-    let (_, stderr) = text(&again);
+    let again = run_cli(&server, &["cluster", "create", "-f", file, "--no-wait"]).await;
+    let (_, stderr) = output_text(&again);
     assert!(!again.status.success());
     assert!(stderr.contains("conflict"), "{stderr}");
 
     // Scale with progress lines.
     let pool = format!("{name}-us-east-1a");
-    let scaled = hcpflow(
+    let scaled = run_cli(
         &server,
-        env,
         &[
             "cluster",
             "scale",
@@ -127,7 +87,7 @@ async fn the_cluster_commands_drive_a_cluster_through_its_life() {
         ],
     )
     .await;
-    let (stdout, stderr) = text(&scaled);
+    let (stdout, stderr) = output_text(&scaled);
     assert!(scaled.status.success(), "{stdout}\n{stderr}");
     assert!(
         stdout.contains(&format!("✓ kube.scale_node_pool {pool} → 3")),
@@ -138,23 +98,22 @@ async fn the_cluster_commands_drive_a_cluster_through_its_life() {
         "{stdout}"
     );
 
-    let status = json_of(&hcpflow(&server, env, &["cluster", "status", &name, "-o", "json"]).await);
+    let status = output_json(&run_cli(&server, &["cluster", "status", &name, "-o", "json"]).await);
     assert_eq!(status["cluster"]["state"], "ready", "{status}");
     assert_eq!(status["node_pools"][&pool], 3, "{status}");
     assert_eq!(status["workflows"].as_array().unwrap().len(), 2, "{status}");
 
     // Destroy without waiting, then follow it through status.
-    let submitted = json_of(
-        &hcpflow(
+    let submitted = output_json(
+        &run_cli(
             &server,
-            env,
             &["cluster", "destroy", &name, "--no-wait", "-o", "json"],
         )
         .await,
     );
     assert_eq!(submitted["status"], "started", "{submitted}");
-    let followed = hcpflow(&server, env, &["cluster", "status", &name, "--follow"]).await;
-    let (stdout, stderr) = text(&followed);
+    let followed = run_cli(&server, &["cluster", "status", &name, "--follow"]).await;
+    let (stdout, stderr) = output_text(&followed);
     assert!(followed.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("● completed"), "{stdout}");
     assert!(stdout.contains("✓ aws.delete_vpc"), "{stdout}");
@@ -163,7 +122,7 @@ async fn the_cluster_commands_drive_a_cluster_through_its_life() {
         Holdings::default()
     );
 
-    let listed = json_of(&hcpflow(&server, env, &["cluster", "list", "--all", "-o", "json"]).await);
+    let listed = output_json(&run_cli(&server, &["cluster", "list", "--all", "-o", "json"]).await);
     let row = listed
         .as_array()
         .unwrap()
@@ -173,10 +132,9 @@ async fn the_cluster_commands_drive_a_cluster_through_its_life() {
         .unwrap_or_else(|| panic!("{name} not listed: {listed}"));
     assert_eq!(row["state"], "destroyed");
 
-    let audit = json_of(
-        &hcpflow(
+    let audit = output_json(
+        &run_cli(
             &server,
-            env,
             &["audit", "verify", "--cluster", &name, "-o", "json"],
         )
         .await,

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod api;
+mod audit;
 mod auth;
 mod aws_registry;
 mod cluster_commands;

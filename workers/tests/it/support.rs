@@ -81,6 +81,8 @@ pub(crate) struct Server {
     pub prefix: String,
     env: Vec<(String, String)>,
     extra: Vec<String>,
+    /// Where the server's log goes (at debug level), instead of the test's stderr.
+    log: Option<std::path::PathBuf>,
     child: Option<Child>,
     pub client: async_nats::Client,
     pub store: EventStore,
@@ -108,6 +110,32 @@ impl Server {
             prefix: prefix.to_owned(),
             env,
             extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+            log: None,
+            child: None,
+            client,
+            store,
+        };
+        server.spawn().await;
+        server
+    }
+
+    /// As `start`, with the server's log at debug level appended to `log`.
+    pub(crate) async fn start_logged(
+        env: Vec<(String, String)>,
+        prefix: &str,
+        log: std::path::PathBuf,
+    ) -> Server {
+        let client = async_nats::connect(env_value(&env, "HCPFLOW_NATS_URL"))
+            .await
+            .unwrap();
+        let store = EventStore::connect(&env_value(&env, "HCPFLOW_DATABASE_URL"), 4)
+            .await
+            .unwrap();
+        let mut server = Server {
+            prefix: prefix.to_owned(),
+            env,
+            extra: Vec::new(),
+            log: Some(log),
             child: None,
             client,
             store,
@@ -131,6 +159,14 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .kill_on_drop(true);
+        if let Some(path) = &self.log {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .expect("server log file");
+            command.env("HCPFLOW_LOG", "debug").stderr(file);
+        }
         self.child = Some(command.spawn().expect("spawn hcpflow server"));
         // Ready when the API answers.
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -309,4 +345,42 @@ impl Server {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     }
+}
+
+/// Runs the `hcpflow` command as a user would, against `server` (its NATS and prefix,
+/// and the audit key to derive the public key from).
+pub(crate) async fn run_cli(server: &Server, args: &[&str]) -> std::process::Output {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_hcpflow"));
+    command
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env(
+            "HCPFLOW_NATS_URL",
+            env_value(&server.env, "HCPFLOW_NATS_URL"),
+        )
+        .env("HCPFLOW_PREFIX", &server.prefix);
+    if let Some((_, key)) = server
+        .env
+        .iter()
+        .find(|(k, _)| k == "HCPFLOW_AUDIT_SIGNING_KEY")
+    {
+        command.env("HCPFLOW_AUDIT_SIGNING_KEY", key);
+    }
+    command.output().await.unwrap()
+}
+
+/// stdout and stderr as text.
+pub(crate) fn output_text(output: &std::process::Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// stdout as JSON, after checking the command succeeded.
+pub(crate) fn output_json(output: &std::process::Output) -> Value {
+    let (stdout, stderr) = output_text(output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
