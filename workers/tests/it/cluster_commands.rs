@@ -3,8 +3,6 @@
 //! create, scale with live progress, status, destroy without waiting then follow it,
 //! list, audit — and nothing left in moto or the emulator.
 
-use serde_json::Value;
-
 use crate::cluster_support::{
     cluster_name, cluster_stack, holdings, prerequisites, server_with_key, Holdings, ZONES,
 };

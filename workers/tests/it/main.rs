@@ -15,5 +15,6 @@ mod crash;
 mod hosted_cluster;
 mod kube_registry;
 mod rollback;
+mod secrets;
 mod submit;
 mod support;

@@ -1,0 +1,215 @@
+//! No plaintext secret anywhere hcpflow keeps or sends things: a canary planted in the
+//! pull secret of a full create (and destroy), and the generated etcd encryption key
+//! and service-account signing key read back from the management cluster, are searched
+//! for in every table, every message published under the server's prefix after intake,
+//! and the server's debug log. The search is shown to work on values that are there.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use serde_json::json;
+use sqlx::{Connection, Row};
+
+use crate::cluster_support::{cluster_name, cluster_stack, create_input, prerequisites};
+use crate::support::{env_value, unique, Server};
+
+/// Where each needle was found: `(needle label, place)`.
+fn find(needles: &[(String, String)], haystack: &str, place: &str, found: &mut Vec<String>) {
+    for (label, needle) in needles {
+        if haystack.contains(needle.as_str()) {
+            found.push(format!("{label} in {place}"));
+        }
+    }
+}
+
+/// Each secret as text, and as the hex a bytea column shows it in.
+fn needles(label: &str, value: &[u8]) -> Vec<(String, String)> {
+    let mut out = vec![(format!("{label} (hex)"), hex::encode(value))];
+    if let Ok(text) = std::str::from_utf8(value) {
+        out.push((label.to_owned(), text.to_owned()));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_plaintext_secret_reaches_tables_streams_or_logs() {
+    let Some(stack) = cluster_stack("no_plaintext_secret_reaches_tables_streams_or_logs").await
+    else {
+        return;
+    };
+    if std::env::var("HCPFLOW_DATABASE_SUPERUSER_URL").is_err() {
+        assert!(std::env::var_os("HCPFLOW_REQUIRE_STACK").is_none());
+        return;
+    }
+    let _shared = crate::support::shared().await;
+    let tag = unique("sec").to_lowercase();
+    let pre = prerequisites(&stack.moto, &tag).await;
+    let prefix = unique("sec");
+    let log = std::env::temp_dir().join(format!("hcpflow-{prefix}.log"));
+    let mut env = stack.env.clone();
+    env.retain(|(k, _)| k != "AWS_ACCESS_KEY_ID");
+    env.push(("AWS_ACCESS_KEY_ID".into(), format!("{prefix}-key")));
+
+    // Everything published under the prefix, from before the server starts.
+    let watcher = async_nats::connect(env_value(&env, "HCPFLOW_NATS_URL"))
+        .await
+        .unwrap();
+    let mut published = watcher.subscribe(format!("{prefix}.>")).await.unwrap();
+    let collected: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let collector = {
+        let collected = collected.clone();
+        tokio::spawn(async move {
+            while let Some(message) = published.next().await {
+                collected.lock().unwrap().push((
+                    message.subject.to_string(),
+                    String::from_utf8_lossy(&message.payload).into_owned(),
+                ));
+            }
+        })
+    };
+    let server = Server::start_logged(env.clone(), &prefix, log.clone()).await;
+
+    let canary = format!("CANARY{}", unique("pull").to_uppercase());
+    let name = cluster_name("sec");
+    let mut input = create_input(&name, &pre, 1);
+    input["pull_secret"] = json!(format!(
+        "{{\"auths\": {{\"quay.io\": {{\"auth\": \"{canary}\"}}}}}}"
+    ));
+    let create = format!("{prefix}-create");
+    let reply = server
+        .start_workflow("create_hosted_cluster", &create, input)
+        .await;
+    assert_eq!(reply["ok"], true, "{reply}");
+    assert_eq!(
+        server
+            .wait_terminal(&create, Duration::from_secs(300))
+            .await,
+        "completed"
+    );
+
+    // The generated secrets, as the management cluster holds them (where they belong).
+    let secrets: Api<Secret> = Api::namespaced(stack.kube.clone(), &format!("ns-{name}"));
+    let value = |secret: &str, key: &str| {
+        let secrets = secrets.clone();
+        let (secret, key) = (secret.to_owned(), key.to_owned());
+        async move {
+            secrets.get(&secret).await.unwrap().data.unwrap()[&key]
+                .0
+                .clone()
+        }
+    };
+    let pull = value(&format!("{name}-pull-secret"), ".dockerconfigjson").await;
+    assert!(
+        String::from_utf8_lossy(&pull).contains(&canary),
+        "the canary reached the management cluster, where it belongs"
+    );
+    let etcd = value(&format!("{name}-etcd-encryption-key"), "key").await;
+    let signing = value(&format!("{name}-sa-token-issuer-key"), "key").await;
+    let signing_pem = String::from_utf8(signing).unwrap();
+    let signing_line = signing_pem
+        .lines()
+        .filter(|l| l.len() == 64)
+        .nth(5)
+        .expect("a PEM body line")
+        .to_owned();
+    let mut needles_all = needles("the pull-secret canary", canary.as_bytes());
+    needles_all.extend(needles(
+        "the etcd encryption key",
+        base64::engine::general_purpose::STANDARD
+            .encode(&etcd)
+            .as_bytes(),
+    ));
+    needles_all.push(("the etcd encryption key (hex)".into(), hex::encode(&etcd)));
+    needles_all.extend(needles("the signing key", signing_line.as_bytes()));
+
+    let destroy = format!("{prefix}-destroy");
+    server
+        .start_workflow("destroy_hosted_cluster", &destroy, json!({"cluster": name}))
+        .await;
+    assert_eq!(
+        server
+            .wait_terminal(&destroy, Duration::from_secs(300))
+            .await,
+        "completed"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await; // the final checkpoints
+    drop(server);
+    collector.abort();
+
+    let mut found = Vec::new();
+    // Every table, every row, bytea columns as hex.
+    let mut db = sqlx::PgConnection::connect(&env_value(&env, "HCPFLOW_DATABASE_SUPERUSER_URL"))
+        .await
+        .unwrap();
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT tablename::text FROM pg_tables WHERE schemaname = 'public'")
+            .fetch_all(&mut db)
+            .await
+            .unwrap();
+    assert!(
+        tables.iter().any(|t| t == "events") && tables.len() >= 7,
+        "{tables:?}"
+    );
+    let mut searched_rows = 0usize;
+    for table in &tables {
+        let rows = sqlx::query(&format!("SELECT row_to_json(t)::text FROM {table} t"))
+            .fetch_all(&mut db)
+            .await
+            .unwrap();
+        for row in rows {
+            let text: String = row.get(0);
+            searched_rows += 1;
+            find(&needles_all, &text, &format!("table {table}"), &mut found);
+        }
+    }
+    // The search sees what is there: the infra id is in the events, as hex bytes.
+    let infra_hex = hex::encode(format!("\"name\":\"{name}\""));
+    let events_text: Vec<String> =
+        sqlx::query_scalar("SELECT row_to_json(t)::text FROM events t WHERE workflow_id = $1")
+            .bind(&create)
+            .fetch_all(&mut db)
+            .await
+            .unwrap();
+    assert!(
+        events_text.iter().any(|t| t.contains(&infra_hex)),
+        "the search finds stored values"
+    );
+
+    // Every message published after intake (the start request itself carries the
+    // secret to intake: that is what intake seals).
+    let messages = std::mem::take(&mut *collected.lock().unwrap());
+    assert!(messages.len() > 100, "{} messages seen", messages.len());
+    for (subject, payload) in &messages {
+        if subject == &format!("{prefix}.api.v1.start") {
+            continue;
+        }
+        find(
+            &needles_all,
+            payload,
+            &format!("NATS subject {subject}"),
+            &mut found,
+        );
+    }
+    assert!(
+        messages
+            .iter()
+            .any(|(s, _)| s.starts_with(&format!("{prefix}.audit."))),
+        "the witness stream's messages are searched too"
+    );
+
+    // The server's debug log.
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!log_text.is_empty(), "the server logged at debug level");
+    find(&needles_all, &log_text, "the server log", &mut found);
+
+    assert!(
+        found.is_empty(),
+        "plaintext secrets found ({searched_rows} rows, {} messages searched): {found:?}",
+        messages.len()
+    );
+    let _ = std::fs::remove_file(&log);
+}
