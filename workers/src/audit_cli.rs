@@ -62,6 +62,11 @@ pub enum AuditCommand {
         #[command(flatten)]
         output: OutputArgs,
     },
+    /// Print the audit public key (for auditors) derived from the signing key.
+    PublicKey {
+        #[command(flatten)]
+        key: PublicKeyArgs,
+    },
     /// The workflow's steps, retries and compensations in time.
     Timeline {
         workflow_id: String,
@@ -146,6 +151,14 @@ impl AuditCommand {
                     );
                 }
                 print_replay(verified.workflow_id.as_str(), &report, output.output)
+            }
+            AuditCommand::PublicKey { key } => {
+                let Some(key) = key.local()? else {
+                    bail!("no key: set HCPFLOW_AUDIT_SIGNING_KEY (or give --public-key)");
+                };
+                println!("{}", key.to_base64());
+                eprintln!("key id {}", key.key_id());
+                Ok(())
             }
             AuditCommand::Timeline { workflow_id, html } => {
                 let api = connect().await?;

@@ -10,6 +10,11 @@ use crate::registry::FindCluster;
 
 pub const TYPE: &str = "scale_node_pool";
 
+/// A versioning patch (`ctx.patched`): a pool already at the requested count is only
+/// waited for — no scale call, nothing to revert. Histories recorded before the patch
+/// replay the old path (scale anyway); see replay-tests/histories/scale_node_pool/.
+pub const SKIP_UNCHANGED_COUNT: &str = "scale-skips-unchanged-count";
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScaleOutput {
     pub cluster: String,
@@ -36,17 +41,20 @@ pub async fn scale_node_pool(
             name: input.node_pool.clone(),
         })
         .await?;
-    ctx.on_rollback(ScaleNodePool {
-        namespace: namespace.clone(),
-        name: input.node_pool.clone(),
-        replicas: before.desired,
-    });
-    ctx.activity(ScaleNodePool {
-        namespace: namespace.clone(),
-        name: input.node_pool.clone(),
-        replicas: input.replicas,
-    })
-    .await?;
+    let unchanged = ctx.patched(SKIP_UNCHANGED_COUNT) && before.desired == input.replicas;
+    if !unchanged {
+        ctx.on_rollback(ScaleNodePool {
+            namespace: namespace.clone(),
+            name: input.node_pool.clone(),
+            replicas: before.desired,
+        });
+        ctx.activity(ScaleNodePool {
+            namespace: namespace.clone(),
+            name: input.node_pool.clone(),
+            replicas: input.replicas,
+        })
+        .await?;
+    }
     let ready = ctx
         .activity(WaitNodePoolReady {
             namespace,

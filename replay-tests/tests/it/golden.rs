@@ -1,0 +1,115 @@
+//! Every golden history verifies offline (chain, signature) and replays against
+//! today's workflow code with exactly its recorded decisions.
+
+use hcpflow_replay_tests::{golden_files, load};
+use hcpflow_workers::audit_replay::replay;
+
+#[test]
+fn every_golden_history_verifies_and_replays_deterministically() {
+    let files = golden_files().unwrap();
+    let (catalog, _) = hcpflow_workers::server::catalog(None, None).unwrap();
+    let mut failures = Vec::new();
+    for file in &files {
+        let export = load(file).unwrap_or_else(|e| panic!("{e:#}"));
+        let report = replay(catalog.registry(), &export.workflow_id, &export.history);
+        if let Some(divergence) = &report.divergence {
+            failures.push(format!("{}: {divergence:?}", file.display()));
+        }
+        assert_eq!(report.status, export.header.status, "{}", file.display());
+    }
+    assert!(
+        failures.is_empty(),
+        "histories that no longer replay: {failures:#?}"
+    );
+}
+
+#[test]
+fn the_required_cases_are_recorded() {
+    let names: Vec<String> = golden_files()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let kind = f.parent().unwrap().file_name().unwrap().to_string_lossy();
+            format!("{kind}/{}", f.file_name().unwrap().to_string_lossy())
+        })
+        .collect();
+    for required in [
+        "create_hosted_cluster/three-zones-private-link.jsonl",
+        "create_hosted_cluster/rolled-back.jsonl",
+        "create_hosted_cluster/resumed-after-crash.jsonl",
+        "scale_node_pool/scale-up.jsonl",
+        "destroy_hosted_cluster/destroy.jsonl",
+    ] {
+        assert!(
+            names.iter().any(|n| n == required),
+            "{required} missing: {names:?}"
+        );
+    }
+}
+
+#[test]
+fn the_cases_are_what_their_names_say() {
+    let dir = hcpflow_replay_tests::histories_dir();
+    let load_case = |case: &str| load(&dir.join(case)).unwrap();
+    let create = load_case("create_hosted_cluster/three-zones-private-link.jsonl");
+    assert_eq!(create.header.status, "completed");
+    let (catalog, _) = hcpflow_workers::server::catalog(None, None).unwrap();
+    let report = replay(catalog.registry(), &create.workflow_id, &create.history);
+    let interface_endpoints = report
+        .ledger
+        .iter()
+        .filter(|l| l.kind == "ec2:vpc-endpoint" && l.step.contains("interface"))
+        .count();
+    assert_eq!(
+        interface_endpoints, 1,
+        "one interface endpoint: {:?}",
+        report.ledger
+    );
+    assert!(
+        report
+            .ledger
+            .iter()
+            .filter(|l| l.kind == "ec2:subnet")
+            .count()
+            == 6
+    );
+
+    let rolled_back = load_case("create_hosted_cluster/rolled-back.jsonl");
+    assert_eq!(rolled_back.header.status, "compensated");
+    let report = replay(
+        catalog.registry(),
+        &rolled_back.workflow_id,
+        &rolled_back.history,
+    );
+    let created = report
+        .ledger
+        .iter()
+        .filter(|l| l.action == "created")
+        .count();
+    let deleted = report
+        .ledger
+        .iter()
+        .filter(|l| l.action == "deleted")
+        .count();
+    assert_eq!(created, deleted, "a rollback deletes all it created");
+    assert!(
+        report.destroy_would_run.is_empty(),
+        "{:?}",
+        report.destroy_would_run
+    );
+
+    // The crash shows as a gap while the lease of the killed server's work ran out.
+    let resumed = load_case("create_hosted_cluster/resumed-after-crash.jsonl");
+    assert_eq!(resumed.header.status, "completed");
+    let longest_gap = resumed
+        .history
+        .windows(2)
+        .map(|w| {
+            w[1].recorded_at
+                .as_millis()
+                .saturating_sub(w[0].recorded_at.as_millis())
+        })
+        .max()
+        .unwrap();
+    assert!(longest_gap >= 10_000, "{longest_gap} ms");
+}

@@ -1,0 +1,5 @@
+//! Golden histories against today's code (one test binary).
+
+mod altered;
+mod golden;
+mod patched;
