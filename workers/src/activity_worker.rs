@@ -243,15 +243,33 @@ impl ActivityWorker {
         tracing::debug!(workflow_id = %id, seq = %seq, attempt = task.attempt, activity = %task.activity_type, ok = result.is_ok(), "activity attempt ran");
         let resources = ledger.take();
 
+        let mut ended = false;
         let step = self
             .journal
-            .step(&id, |_, history| {
+            .step(&id, |summary, history| {
                 if !accepts_activity_outcome(history, seq, task.attempt) {
+                    ended = summary.status.is_terminal();
                     return None;
                 }
                 Some(outcome_write(seq, task, &result, &resources))
             })
             .await;
+        if ended && !resources.is_empty() {
+            // The workflow ended (cancelled, say) while this attempt ran: what it made
+            // is not in the history; the destroy's sweep by infra id finds it.
+            let made: Vec<String> = resources
+                .iter()
+                .map(|(created, r)| {
+                    format!(
+                        "{} {} {}",
+                        if *created { "created" } else { "deleted" },
+                        r.kind,
+                        r.id
+                    )
+                })
+                .collect();
+            tracing::warn!(workflow_id = %id, seq = %seq, activity = %task.activity_type, resources = ?made, "an attempt finished after its workflow ended; its outcome is not recorded");
+        }
         match step {
             Ok(step) if step.nothing_to_do => {
                 self.journal.metrics.duplicates_dropped.inc();

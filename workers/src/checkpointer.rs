@@ -21,8 +21,6 @@ use crate::journal::Journal;
 
 /// How often ended workflows are looked for.
 const TICK: Duration = Duration::from_secs(1);
-/// How often a live workflow's head is signed while it moves.
-pub const LIVE_EVERY: Duration = Duration::from_secs(60);
 const BATCH: u32 = 100;
 const LEASE: Duration = Duration::from_secs(30);
 
@@ -31,6 +29,8 @@ pub struct Checkpointer {
     pub journal: Arc<Journal>,
     pub key: Arc<AuditSigningKey>,
     pub name: String,
+    /// How often a live workflow's head is signed while it moves.
+    pub live_every: Duration,
 }
 
 impl Checkpointer {
@@ -56,7 +56,7 @@ impl Checkpointer {
         let store = &self.journal.store;
         let events_prefix = format!("{}.events.", self.journal.subjects.prefix());
         let heads = store
-            .unsigned_heads(&events_prefix, LIVE_EVERY, BATCH)
+            .unsigned_heads(&events_prefix, self.live_every, BATCH)
             .await?;
         let count = heads.len();
         for head in heads {

@@ -42,6 +42,8 @@ pub struct Config {
     pub seal_key: Option<Secret>,
     /// `HCPFLOW_AUDIT_SIGNING_KEY`: signs histories' checkpoints (Ed25519 seed).
     pub audit_signing_key: Option<Secret>,
+    /// How often a running workflow's head is signed while it moves.
+    pub checkpoint_every: std::time::Duration,
     /// Largest request or submit body accepted, in bytes.
     pub max_body_bytes: usize,
     pub metrics_addr: Option<SocketAddr>,
@@ -73,6 +75,7 @@ pub struct ConfigFile {
     pub prefix: Option<String>,
     pub seal_key: Option<Secret>,
     pub audit_signing_key: Option<Secret>,
+    pub checkpoint_every_secs: Option<u64>,
     pub max_body_bytes: Option<usize>,
     pub metrics_addr: Option<SocketAddr>,
     pub workflow_concurrency: Option<usize>,
@@ -123,6 +126,9 @@ pub struct ConfigArgs {
     /// The audit key (a 32-byte Ed25519 seed, base64 or hex): signs history checkpoints.
     #[arg(long, env = "HCPFLOW_AUDIT_SIGNING_KEY", hide_env_values = true)]
     pub audit_signing_key: Option<String>,
+    /// Sign a running workflow's moving head this often (seconds); ended ones at once.
+    #[arg(long, env = "HCPFLOW_CHECKPOINT_EVERY_SECS")]
+    pub checkpoint_every_secs: Option<u64>,
     #[arg(long, env = "HCPFLOW_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9464).
@@ -198,6 +204,7 @@ impl ClientArgs {
             prefix: self.prefix.clone(),
             seal_key: None,
             audit_signing_key: None,
+            checkpoint_every_secs: None,
             max_body_bytes: None,
             metrics_addr: None,
             workflow_concurrency: None,
@@ -216,6 +223,7 @@ pub const DEFAULT_PREFIX: &str = "hcpflow";
 pub const DEFAULT_NATS_URL: &str = "nats://127.0.0.1:4222";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 pub const DEFAULT_AWS_REGION: &str = "us-east-1";
+pub const DEFAULT_CHECKPOINT_EVERY_SECS: u64 = 60;
 
 impl ConfigArgs {
     /// Defaults ← file ← environment ← flags (clap already put env under flags).
@@ -257,6 +265,12 @@ impl ConfigArgs {
                 .clone()
                 .map(Secret::new)
                 .or(file.audit_signing_key),
+            checkpoint_every: std::time::Duration::from_secs(
+                self.checkpoint_every_secs
+                    .or(file.checkpoint_every_secs)
+                    .unwrap_or(DEFAULT_CHECKPOINT_EVERY_SECS)
+                    .max(1),
+            ),
             max_body_bytes: self
                 .max_body_bytes
                 .or(file.max_body_bytes)
@@ -351,6 +365,7 @@ mod tests {
             prefix: None,
             seal_key: None,
             audit_signing_key: None,
+            checkpoint_every_secs: None,
             max_body_bytes: None,
             metrics_addr: None,
             workflow_concurrency: None,

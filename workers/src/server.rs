@@ -290,6 +290,7 @@ pub async fn run(
                             journal: journal.clone(),
                             key: key.clone(),
                             name: format!("checkpointer-{name}"),
+                            live_every: config.checkpoint_every,
                         };
                         spawn(
                             "checkpointer".into(),

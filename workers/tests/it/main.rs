@@ -18,3 +18,4 @@ mod rollback;
 mod secrets;
 mod submit;
 mod support;
+mod workflow_commands;

@@ -118,12 +118,16 @@ fn final_outcomes(history: &[HistoryEvent]) -> BTreeSet<Seq> {
 
 /// Whether an outcome of `attempt` for the activity at `scheduled_seq` should be
 /// recorded. A second completion (a redelivered task, a worker that came back) is not:
-/// at-least-once execution, exactly-once recording.
+/// at-least-once execution, exactly-once recording. Nor is one that arrives after the
+/// workflow ended: a history ends at its end event (its signed head).
 pub fn accepts_activity_outcome(
     history: &[HistoryEvent],
     scheduled_seq: Seq,
     attempt: u32,
 ) -> bool {
+    if history.iter().any(|e| e.event.is_terminal()) {
+        return false;
+    }
     let scheduled = history
         .iter()
         .any(|e| e.seq == scheduled_seq && matches!(e.event, Event::ActivityScheduled(_)));
@@ -370,6 +374,14 @@ mod tests {
         let work = pending_work(&id, &events);
         assert!(work.workflow_task);
         assert!(work.activities.is_empty());
+    }
+
+    #[test]
+    fn no_outcome_is_accepted_after_the_end() {
+        let mut history = HistoryBuilder::start("t", json!(null));
+        let a = history.push(scheduled("a", None));
+        history.push(crate::event::WorkflowCancelled { reason: None });
+        assert!(!accepts_activity_outcome(&history.build(), a, 1));
     }
 
     #[test]
