@@ -50,8 +50,14 @@ show "$hcpflow" cluster scale "$name" --node-pool "$name-us-east-1a" --replicas 
 echo
 show "$hcpflow" cluster status "$name"
 
-step "4. Audit: every event is hash-chained in Postgres"
+step "4. Audit: hash-chained histories, signed heads, an offline check"
 show "$hcpflow" audit verify --cluster "$name"
+create_id=$("$hcpflow" cluster status "$name" -o json | field '["cluster"]["create_workflow_id"]')
+public_key=$("$hcpflow" audit public-key 2>/dev/null)
+echo
+show "$hcpflow" audit export "$create_id" --out "$dev/demo/create-audit.jsonl"
+echo '$ hcpflow audit verify-file '"$dev/demo/create-audit.jsonl"' --public-key '"$public_key"' | head -2'
+"$hcpflow" audit verify-file "$dev/demo/create-audit.jsonl" --public-key "$public_key" | sed -n '1,2p'
 
 step "5. Destroy the hosted cluster"
 show "$hcpflow" cluster destroy "$name"
