@@ -59,7 +59,7 @@ impl EventStore {
         limit: u32,
         lease: Duration,
     ) -> Result<Vec<ClaimedMessage>> {
-        self.claim_outbox_older_than(claimer, Duration::ZERO, limit, lease)
+        self.claim_outbox_older_than(claimer, "", Duration::ZERO, limit, lease)
             .await
     }
 
@@ -126,10 +126,13 @@ impl EventStore {
     }
 
     /// Claims up to `limit` unpublished messages older than `grace` — what a crash left
-    /// behind after a commit, before its process published — for `lease`.
+    /// behind after a commit, before its process published — for `lease`; only those
+    /// whose subject starts with `subject_prefix` (a deployment's own, where several
+    /// share the database; "" for all).
     pub async fn claim_outbox_older_than(
         &self,
         claimer: &str,
+        subject_prefix: &str,
         grace: Duration,
         limit: u32,
         lease: Duration,
@@ -144,6 +147,7 @@ impl EventStore {
                      WHERE published_at IS NULL
                        AND created_at < now() - make_interval(secs => $4)
                        AND (claim_expires_at IS NULL OR claim_expires_at < now())
+                       AND left(subject, length($5)) = $5
                      ORDER BY id
                      LIMIT $2
                      FOR UPDATE SKIP LOCKED)
@@ -153,6 +157,7 @@ impl EventStore {
         .bind(i64::from(limit))
         .bind(lease.as_secs_f64())
         .bind(grace.as_secs_f64())
+        .bind(subject_prefix)
         .fetch_all(&self.pool)
         .await?;
         let mut claimed: Vec<ClaimedMessage> = rows

@@ -129,9 +129,11 @@ impl EventStore {
     }
 
     /// Up to `limit` events above their workflow's mark, of workflows whose last change
-    /// is older than `grace` (younger ones are still being published by their process).
+    /// is older than `grace` (younger ones are still being published by their process)
+    /// and whose events subject starts with `subject_prefix` ("" for all).
     pub async fn unpublished_events(
         &self,
+        subject_prefix: &str,
         grace: Duration,
         limit: u32,
     ) -> Result<UnpublishedEvents> {
@@ -142,6 +144,7 @@ impl EventStore {
                        FROM workflows
                       WHERE events_published_seq < next_seq - 1 AND events_subject IS NOT NULL
                         AND updated_at < now() - make_interval(secs => $1)
+                        AND left(events_subject, length($3)) = $3
                       ORDER BY updated_at
                       LIMIT $2) w
                JOIN events e ON e.workflow_id = w.workflow_id AND e.seq > w.events_published_seq
@@ -150,6 +153,7 @@ impl EventStore {
         )
         .bind(grace.as_secs_f64())
         .bind(i64::from(limit))
+        .bind(subject_prefix)
         .fetch_all(&self.pool)
         .await?;
         let mut unpublished = UnpublishedEvents::default();

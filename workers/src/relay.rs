@@ -31,6 +31,11 @@ pub struct Relay {
 }
 
 impl Relay {
+    /// `<prefix>.`: deployments sharing a database each relay their own messages.
+    fn own_subjects(&self) -> String {
+        format!("{}.", self.journal.subjects.prefix())
+    }
+
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
         let mut listener = self.journal.store.listen(&[OUTBOX_CHANNEL]).await?;
         loop {
@@ -64,7 +69,7 @@ impl Relay {
         let rows = self
             .journal
             .store
-            .claim_outbox_older_than(&self.name, GRACE, BATCH, LEASE)
+            .claim_outbox_older_than(&self.name, &self.own_subjects(), GRACE, BATCH, LEASE)
             .await?;
         self.journal
             .metrics
@@ -101,7 +106,11 @@ impl Relay {
     /// JetStream acknowledged. Two relays may publish the same event; its `Nats-Msg-Id`
     /// makes the second a duplicate.
     async fn relay_unpublished_events(&self) -> anyhow::Result<usize> {
-        let unpublished = self.journal.store.unpublished_events(GRACE, BATCH).await?;
+        let unpublished = self
+            .journal
+            .store
+            .unpublished_events(&self.own_subjects(), GRACE, BATCH)
+            .await?;
         let lag = lag_ms(unpublished.oldest_change);
         if lag > self.journal.metrics.outbox_lag_ms.get() {
             self.journal.metrics.outbox_lag_ms.set(lag);
