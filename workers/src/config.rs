@@ -260,11 +260,13 @@ impl ConfigArgs {
                 .or(file.prefix)
                 .unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
             seal_key: self.seal_key.clone().map(Secret::new).or(file.seal_key),
+            // Empty means unset (`HCPFLOW_AUDIT_SIGNING_KEY=` turns signing off).
             audit_signing_key: self
                 .audit_signing_key
                 .clone()
                 .map(Secret::new)
-                .or(file.audit_signing_key),
+                .or(file.audit_signing_key)
+                .filter(|key| !key.expose().trim().is_empty()),
             checkpoint_every: std::time::Duration::from_secs(
                 self.checkpoint_every_secs
                     .or(file.checkpoint_every_secs)
