@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use hcpflow_engine::history::{registered_compensations, CompensationState};
 use hcpflow_engine::{
     history, run_workflow_task, Event, ExecError, HistoryEvent, SeededEntropy, WorkflowId,
     WorkflowRegistry,
@@ -127,22 +126,7 @@ fn ledger(history: &[HistoryEvent]) -> Vec<LedgerLine> {
 }
 
 fn destroy_would_run(history: &[HistoryEvent]) -> Vec<String> {
-    let pending: Vec<PendingCompensation> = registered_compensations(history)
-        .into_iter()
-        .filter(|c| {
-            matches!(
-                c.state,
-                CompensationState::NotRun | CompensationState::Failed(_)
-            )
-        })
-        .map(|c| PendingCompensation {
-            registered_seq: c.registered_seq.get(),
-            activity_type: c.activity_type,
-            input: c.input,
-            options: c.options,
-        })
-        .collect();
-    destroy_order(&pending)
+    destroy_order(&PendingCompensation::of(history))
         .iter()
         .map(|c| step_label(&c.activity_type, &c.input))
         .collect()

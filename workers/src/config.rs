@@ -96,7 +96,7 @@ impl ConfigFile {
 }
 
 /// Connection settings shared by every subcommand that talks to the stack.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct ConfigArgs {
     /// A TOML config file; environment variables and flags override it.
     #[arg(long, env = "HCPFLOW_CONFIG")]
@@ -194,26 +194,13 @@ impl ClientArgs {
     pub fn nats(&self) -> anyhow::Result<(NatsConfig, String)> {
         ConfigArgs {
             config: self.config.clone(),
-            database_url: None,
-            database_admin_url: None,
             nats_url: self.nats_url.clone(),
             nats_user: self.nats_user.clone(),
             nats_password: self.nats_password.clone(),
             nats_token: self.nats_token.clone(),
             nats_ca_file: self.nats_ca_file.clone(),
             prefix: self.prefix.clone(),
-            seal_key: None,
-            audit_signing_key: None,
-            checkpoint_every_secs: None,
-            max_body_bytes: None,
-            metrics_addr: None,
-            workflow_concurrency: None,
-            activity_concurrency: None,
-            task_queues: None,
-            aws_region: None,
-            aws_endpoint: None,
-            kube_url: None,
-            kubeconfig: None,
+            ..ConfigArgs::default()
         }
         .nats()
     }
@@ -355,29 +342,7 @@ mod tests {
     use super::*;
 
     fn args() -> ConfigArgs {
-        ConfigArgs {
-            config: None,
-            database_url: None,
-            database_admin_url: None,
-            nats_url: None,
-            nats_user: None,
-            nats_password: None,
-            nats_token: None,
-            nats_ca_file: None,
-            prefix: None,
-            seal_key: None,
-            audit_signing_key: None,
-            checkpoint_every_secs: None,
-            max_body_bytes: None,
-            metrics_addr: None,
-            workflow_concurrency: None,
-            activity_concurrency: None,
-            task_queues: None,
-            aws_region: None,
-            aws_endpoint: None,
-            kube_url: None,
-            kubeconfig: None,
-        }
+        ConfigArgs::default()
     }
 
     #[test]

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use hcpflow_engine::history::{registered_compensations, CompensationState};
 use hcpflow_engine::{Activity, ActivityFailure, Event, WorkflowId};
 use hcpflow_eventstore::registry::{ClusterRecord, ClusterState, Registration};
 use hcpflow_eventstore::{Error as StoreError, EventStore};
@@ -102,21 +101,7 @@ async fn find(store: &EventStore, request: FindCluster) -> Result<LiveCluster, A
             _ => None,
         })
         .unwrap_or(Value::Null);
-    let compensations = registered_compensations(&history)
-        .into_iter()
-        .filter(|c| {
-            matches!(
-                c.state,
-                CompensationState::NotRun | CompensationState::Failed(_)
-            )
-        })
-        .map(|c| PendingCompensation {
-            registered_seq: c.registered_seq.get(),
-            activity_type: c.activity_type,
-            input: c.input,
-            options: c.options,
-        })
-        .collect();
+    let compensations = PendingCompensation::of(&history);
     Ok(LiveCluster {
         cluster: registered(&record),
         state: record.state.as_str().to_owned(),

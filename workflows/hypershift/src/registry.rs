@@ -2,7 +2,8 @@
 //! name for a create, move a cluster through its states, and find the live cluster of
 //! a name with what its create left to undo.
 
-use hcpflow_engine::{Activity, ActivityOptions, RetryPolicy};
+use hcpflow_engine::history::{registered_compensations, CompensationState};
+use hcpflow_engine::{Activity, ActivityOptions, HistoryEvent, RetryPolicy};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -82,6 +83,28 @@ pub struct PendingCompensation {
     pub activity_type: String,
     pub input: Value,
     pub options: ActivityOptions,
+}
+
+impl PendingCompensation {
+    /// The compensations `history` registered and did not run, or ran and failed: what
+    /// a destroy still has to run (in [`crate::destroy::destroy_order`]).
+    pub fn of(history: &[HistoryEvent]) -> Vec<PendingCompensation> {
+        registered_compensations(history)
+            .into_iter()
+            .filter(|c| {
+                matches!(
+                    c.state,
+                    CompensationState::NotRun | CompensationState::Failed(_)
+                )
+            })
+            .map(|c| PendingCompensation {
+                registered_seq: c.registered_seq.get(),
+                activity_type: c.activity_type,
+                input: c.input,
+                options: c.options,
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
