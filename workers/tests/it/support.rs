@@ -103,20 +103,7 @@ impl Server {
         extra: &[&str],
         client: async_nats::Client,
     ) -> Server {
-        let store = EventStore::connect(&env_value(&env, "HCPFLOW_DATABASE_URL"), 4)
-            .await
-            .unwrap();
-        let mut server = Server {
-            prefix: prefix.to_owned(),
-            env,
-            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
-            log: None,
-            child: None,
-            client,
-            store,
-        };
-        server.spawn().await;
-        server
+        Self::launch(env, prefix, extra, client, None).await
     }
 
     /// As `start`, with the server's log at debug level appended to `log`.
@@ -128,14 +115,24 @@ impl Server {
         let client = async_nats::connect(env_value(&env, "HCPFLOW_NATS_URL"))
             .await
             .unwrap();
+        Self::launch(env, prefix, &[], client, Some(log)).await
+    }
+
+    async fn launch(
+        env: Vec<(String, String)>,
+        prefix: &str,
+        extra: &[&str],
+        client: async_nats::Client,
+        log: Option<std::path::PathBuf>,
+    ) -> Server {
         let store = EventStore::connect(&env_value(&env, "HCPFLOW_DATABASE_URL"), 4)
             .await
             .unwrap();
         let mut server = Server {
             prefix: prefix.to_owned(),
             env,
-            extra: Vec::new(),
-            log: Some(log),
+            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+            log,
             child: None,
             client,
             store,
