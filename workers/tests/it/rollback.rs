@@ -93,3 +93,59 @@ async fn a_failure_in_any_phase_rolls_back_everything() {
         create_and_expect_rollback(&stack, &kube_server, &pre, "node-pool", node_pool),
     );
 }
+
+/// A cancel at random points of a create — including while a create call runs, which
+/// the cancel waits for — ends `cancelled` with nothing of the cluster left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_mid_create_undoes_everything() {
+    use rand::Rng;
+    let Some(stack) = cluster_stack("a_cancel_mid_create_undoes_everything").await else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let tag = unique("cx").to_lowercase();
+    let pre = prerequisites(&stack.moto, &tag).await;
+    let prefix = unique("cxl");
+    let server = server_with_key(&stack, &prefix, &format!("{prefix}-key")).await;
+    for round in 0..2 {
+        let name = cluster_name(&format!("cx{round}"));
+        let id = format!("{prefix}-{round}");
+        let reply = server
+            .start_workflow("create_hosted_cluster", &id, create_input(&name, &pre, 1))
+            .await;
+        assert_eq!(reply["ok"], true, "{reply}");
+        let at = rand::thread_rng().gen_range(8..150);
+        println!("round {round}: cancel after {at} events");
+        loop {
+            let history = server
+                .api("history", json!({"workflow_id": id, "limit": 1000}))
+                .await;
+            if history["events"].as_array().map_or(0, Vec::len) >= at {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let reply = server
+            .api("cancel", json!({"workflow_id": id, "reason": "test"}))
+            .await;
+        assert_eq!(reply["ok"], true, "{reply}");
+        let status = server.wait_terminal(&id, Duration::from_secs(300)).await;
+        let described = server.api("describe", json!({"workflow_id": id})).await;
+        assert_eq!(status, "cancelled", "cancel after {at} events: {described}");
+        let history = server
+            .api("history", json!({"workflow_id": id, "limit": 30}))
+            .await;
+        let infra_id = history["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["data"]["activity_type"] == "registry.register_cluster")
+            .map(|e| e["data"]["input"]["infra_id"].as_str().unwrap().to_owned())
+            .unwrap();
+        assert_eq!(
+            holdings(&stack.moto, &stack.kube, &name, &infra_id, &pre).await,
+            Holdings::default(),
+            "a cancel after {at} events left something"
+        );
+    }
+}

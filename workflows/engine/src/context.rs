@@ -59,12 +59,17 @@ impl WorkflowContext {
     /// Schedules a typed activity; `.await` it for its output.
     pub fn activity<A: Activity>(&self, request: A) -> ActivityCall<A::Output> {
         let options = request.options();
-        ActivityCall::new(
+        let call = ActivityCall::new(
             self.clone(),
             A::TYPE.to_owned(),
             to_value(&request),
             options,
-        )
+        );
+        if A::FINISHES_ON_CANCEL {
+            call.finishing_on_cancel()
+        } else {
+            call
+        }
     }
 
     /// Schedules an activity by type name with a JSON input and default options.

@@ -31,9 +31,17 @@ pub fn options() -> ActivityOptions {
 /// `aws_activity!(Request => Output, "aws.name");` implements [`hcpflow_engine::Activity`].
 macro_rules! aws_activity {
     ($request:ty => $output:ty, $name:literal) => {
+        aws_activity!(@impl $request => $output, $name, false);
+    };
+    // `creates`: the call makes something, so a cancel waits for it.
+    ($request:ty => $output:ty, $name:literal, creates) => {
+        aws_activity!(@impl $request => $output, $name, true);
+    };
+    (@impl $request:ty => $output:ty, $name:literal, $creates:literal) => {
         impl Activity for $request {
             const TYPE: &'static str = $name;
             type Output = $output;
+            const FINISHES_ON_CANCEL: bool = $creates;
             fn options(&self) -> hcpflow_engine::ActivityOptions {
                 crate::aws::options()
             }
@@ -67,5 +75,9 @@ mod tests {
             cidr_block: "10.0.0.0/16".into(),
         };
         assert_eq!(create.options().start_to_close_timeout_ms, 15 * 60 * 1000);
+        // A cancel waits for a running create (so its compensation is registered), not
+        // for a delete.
+        const { assert!(<CreateVpc as Activity>::FINISHES_ON_CANCEL) };
+        const { assert!(!<Delete<Vpc> as Activity>::FINISHES_ON_CANCEL) };
     }
 }

@@ -37,9 +37,17 @@ pub fn options() -> ActivityOptions {
 /// `kube_activity!(Request => Output, "kube.name");` implements [`hcpflow_engine::Activity`].
 macro_rules! kube_activity {
     ($request:ty => $output:ty, $name:literal) => {
+        kube_activity!(@impl $request => $output, $name, false);
+    };
+    // `creates`: the call makes something, so a cancel waits for it.
+    ($request:ty => $output:ty, $name:literal, creates) => {
+        kube_activity!(@impl $request => $output, $name, true);
+    };
+    (@impl $request:ty => $output:ty, $name:literal, $creates:literal) => {
         impl hcpflow_engine::Activity for $request {
             const TYPE: &'static str = $name;
             type Output = $output;
+            const FINISHES_ON_CANCEL: bool = $creates;
             fn options(&self) -> hcpflow_engine::ActivityOptions {
                 crate::kube::options()
             }

@@ -25,9 +25,17 @@ pub fn options() -> ActivityOptions {
 
 macro_rules! registry_activity {
     ($request:ty => $output:ty, $name:literal) => {
+        registry_activity!(@impl $request => $output, $name, false);
+    };
+    // `creates`: the call makes something, so a cancel waits for it.
+    ($request:ty => $output:ty, $name:literal, creates) => {
+        registry_activity!(@impl $request => $output, $name, true);
+    };
+    (@impl $request:ty => $output:ty, $name:literal, $creates:literal) => {
         impl Activity for $request {
             const TYPE: &'static str = $name;
             type Output = $output;
+            const FINISHES_ON_CANCEL: bool = $creates;
             fn options(&self) -> ActivityOptions {
                 options()
             }
@@ -118,7 +126,7 @@ pub struct LiveCluster {
     pub compensations: Vec<PendingCompensation>,
 }
 
-registry_activity!(RegisterCluster => RegisteredCluster, "registry.register_cluster");
+registry_activity!(RegisterCluster => RegisteredCluster, "registry.register_cluster", creates);
 registry_activity!(Delete<RegisteredCluster> => (), "registry.release_cluster");
 registry_activity!(MarkCluster => (), "registry.mark_cluster");
 registry_activity!(FindCluster => LiveCluster, "registry.find_cluster");

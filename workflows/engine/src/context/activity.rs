@@ -24,6 +24,12 @@ pub trait Activity: Serialize {
     fn options(&self) -> ActivityOptions {
         ActivityOptions::default()
     }
+
+    /// True for calls that create something. A cancel that arrives while such a call
+    /// runs waits for its outcome instead of abandoning it, so the workflow registers
+    /// the compensation of what it made; the cancel takes effect at the next call.
+    /// (An abandoned create could finish after the rollback and leave its resource.)
+    const FINISHES_ON_CANCEL: bool = false;
 }
 
 enum Phase {
@@ -41,7 +47,10 @@ pub struct ActivityCall<O> {
     input: Value,
     options: ActivityOptions,
     compensation_of: Option<Seq>,
+    /// A cancel never stops it (a compensation).
     non_cancellable: bool,
+    /// A cancel does not start it, but once running it is waited for.
+    finish_on_cancel: bool,
     phase: Phase,
     _output: PhantomData<fn() -> O>,
 }
@@ -61,9 +70,16 @@ impl<O> ActivityCall<O> {
             options,
             compensation_of: None,
             non_cancellable,
+            finish_on_cancel: false,
             phase: Phase::NotStarted,
             _output: PhantomData,
         }
+    }
+
+    /// A cancel waits for this call's outcome (see [`Activity::FINISHES_ON_CANCEL`]).
+    pub(crate) fn finishing_on_cancel(mut self) -> Self {
+        self.finish_on_cancel = true;
+        self
     }
 
     pub(crate) fn compensating(mut self, registered_seq: Seq) -> Self {
@@ -130,7 +146,7 @@ impl<O: DeserializeOwned> Future for ActivityCall<O> {
                 Err(failure) => Err(this.failure(seq, failure)),
             });
         }
-        if state.cancelled_for(this.non_cancellable) {
+        if state.cancelled_for(this.non_cancellable || this.finish_on_cancel) {
             state.emit(ActivityCancelRequested { scheduled_seq: seq }.into());
             this.phase = Phase::Done;
             return Poll::Ready(Err(WorkflowError::Cancelled));

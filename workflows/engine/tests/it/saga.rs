@@ -238,3 +238,86 @@ fn cancel_stops_the_wait_undoes_everything_and_ends_cancelled() {
         matches!(env.terminal(&id), Some(Event::WorkflowCancelled(c)) if c.reason.as_deref() == Some("user asked"))
     );
 }
+
+/// `Create` that declares it creates something: a cancel waits for it.
+#[derive(Debug, serde::Serialize)]
+struct CreateFinishing {
+    key: String,
+}
+
+impl hcpflow_engine::Activity for CreateFinishing {
+    const TYPE: &'static str = "test.create";
+    type Output = String;
+    const FINISHES_ON_CANCEL: bool = true;
+}
+
+async fn provision_finishing(
+    ctx: WorkflowContext,
+    keys: Vec<String>,
+) -> Result<Vec<String>, WorkflowError> {
+    let mut made = Vec::new();
+    for key in keys {
+        made.push(ctx.activity(CreateFinishing { key: key.clone() }).await?);
+        ctx.on_rollback(Undo {
+            key,
+            flaky: 0,
+            permanent: false,
+        });
+    }
+    Ok(made)
+}
+
+/// Starts a two-create workflow and cancels it while the second create runs (its task
+/// taken off the queue, as by a worker, and put back after the cancel was handled).
+fn cancel_during_second_create(
+    workflow_type: &str,
+) -> (hcpflow_engine::testing::TestEnv, hcpflow_engine::WorkflowId) {
+    let mut registry = registry();
+    registry
+        .register("provision_finishing", provision_finishing)
+        .unwrap();
+    let mut env = env(registry);
+    let input = match workflow_type {
+        "provision" => json!({"steps": [["a", 0, false], ["b", 0, false], ["c", 0, false]]}),
+        _ => json!(["a", "b", "c"]),
+    };
+    let id = env.start("mid", workflow_type, input);
+    env.run_steps(3); // start, create a, register + schedule b
+    let running = env.queue.pop().expect("the second create's task");
+    env.cancel(&id, "user asked");
+    env.run_steps(1);
+    env.queue.push(running);
+    env.run_until_idle();
+    (env, id)
+}
+
+#[test]
+fn a_cancel_waits_for_a_running_create_and_undoes_it_too() {
+    let (env, id) = cancel_during_second_create("provision_finishing");
+    assert_eq!(env.status(&id), WorkflowStatus::Cancelled);
+    assert_eq!(
+        undo_order(&env, &id),
+        vec!["b", "a"],
+        "b finished and is undone"
+    );
+    let history = env.history(&id);
+    assert!(!history
+        .iter()
+        .any(|e| matches!(e.event, Event::ActivityCancelRequested(_))));
+    let creates = history
+        .iter()
+        .filter(
+            |e| matches!(&e.event, Event::ActivityScheduled(s) if s.activity_type == "test.create"),
+        )
+        .count();
+    assert_eq!(creates, 2, "nothing new starts after the cancel");
+
+    // An ordinary call is abandoned at once: only a is undone.
+    let (env, id) = cancel_during_second_create("provision");
+    assert_eq!(env.status(&id), WorkflowStatus::Cancelled);
+    assert_eq!(undo_order(&env, &id), vec!["a"]);
+    assert!(env
+        .history(&id)
+        .iter()
+        .any(|e| matches!(e.event, Event::ActivityCancelRequested(_))));
+}

@@ -47,8 +47,8 @@ pub struct HostedZone {
     pub name: String,
 }
 
-aws_activity!(CreatePrivateZone => HostedZone, "aws.create_private_zone");
+aws_activity!(CreatePrivateZone => HostedZone, "aws.create_private_zone", creates);
 aws_activity!(Delete<HostedZone> => (), "aws.delete_zone");
-aws_activity!(Cname => Cname, "aws.upsert_cname");
+aws_activity!(Cname => Cname, "aws.upsert_cname", creates);
 aws_activity!(Delete<Cname> => (), "aws.delete_cname");
 aws_activity!(FindPublicZone => PublicZone, "aws.find_public_zone");

@@ -64,9 +64,9 @@ pub const OPERATOR_ROLES: [(&str, &str); 7] = [
     ("cloud-network-config-controller", "networkARN"),
 ];
 
-aws_activity!(CreateOidcProvider => OidcProvider, "aws.create_oidc_provider");
+aws_activity!(CreateOidcProvider => OidcProvider, "aws.create_oidc_provider", creates);
 aws_activity!(Delete<OidcProvider> => (), "aws.delete_oidc_provider");
-aws_activity!(CreateOperatorRole => Role, "aws.create_operator_role");
+aws_activity!(CreateOperatorRole => Role, "aws.create_operator_role", creates);
 aws_activity!(Delete<Role> => (), "aws.delete_role");
-aws_activity!(CreateWorkerProfile => WorkerProfile, "aws.create_worker_profile");
+aws_activity!(CreateWorkerProfile => WorkerProfile, "aws.create_worker_profile", creates);
 aws_activity!(Delete<WorkerProfile> => (), "aws.delete_worker_profile");

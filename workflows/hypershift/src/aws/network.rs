@@ -114,17 +114,17 @@ pub struct Vpc {
     pub vpc_id: String,
 }
 
-aws_activity!(CreateVpc => Vpc, "aws.create_vpc");
+aws_activity!(CreateVpc => Vpc, "aws.create_vpc", creates);
 aws_activity!(Delete<Vpc> => (), "aws.delete_vpc");
-aws_activity!(CreateDhcpOptions => DhcpOptions, "aws.create_dhcp_options");
+aws_activity!(CreateDhcpOptions => DhcpOptions, "aws.create_dhcp_options", creates);
 aws_activity!(Delete<DhcpOptions> => (), "aws.delete_dhcp_options");
-aws_activity!(CreateInternetGateway => InternetGateway, "aws.create_internet_gateway");
+aws_activity!(CreateInternetGateway => InternetGateway, "aws.create_internet_gateway", creates);
 aws_activity!(Delete<InternetGateway> => (), "aws.delete_internet_gateway");
-aws_activity!(CreateSubnet => Subnet, "aws.create_subnet");
+aws_activity!(CreateSubnet => Subnet, "aws.create_subnet", creates);
 aws_activity!(Delete<Subnet> => (), "aws.delete_subnet");
-aws_activity!(CreateNatGateway => NatGateway, "aws.create_nat_gateway");
+aws_activity!(CreateNatGateway => NatGateway, "aws.create_nat_gateway", creates);
 aws_activity!(Delete<NatGateway> => (), "aws.delete_nat_gateway");
-aws_activity!(CreateRouteTable => RouteTable, "aws.create_route_table");
+aws_activity!(CreateRouteTable => RouteTable, "aws.create_route_table", creates);
 aws_activity!(Delete<RouteTable> => (), "aws.delete_route_table");
-aws_activity!(CreateS3Endpoint => S3Endpoint, "aws.create_s3_endpoint");
+aws_activity!(CreateS3Endpoint => S3Endpoint, "aws.create_s3_endpoint", creates);
 aws_activity!(Delete<S3Endpoint> => (), "aws.delete_s3_endpoint");

@@ -61,6 +61,6 @@ impl Jwk {
     }
 }
 
-aws_activity!(PublishOidcDocuments => OidcDocuments, "aws.publish_oidc_documents");
+aws_activity!(PublishOidcDocuments => OidcDocuments, "aws.publish_oidc_documents", creates);
 aws_activity!(Delete<OidcDocuments> => (), "aws.delete_oidc_documents");
 aws_activity!(GenerateSigningKey => SigningKey, "aws.generate_signing_key");

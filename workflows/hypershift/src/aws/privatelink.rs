@@ -97,13 +97,13 @@ pub struct ZoneOffer {
     pub subnet_id: String,
 }
 
-aws_activity!(CreateLoadBalancer => LoadBalancer, "aws.create_load_balancer");
+aws_activity!(CreateLoadBalancer => LoadBalancer, "aws.create_load_balancer", creates);
 aws_activity!(Delete<LoadBalancer> => (), "aws.delete_load_balancer");
-aws_activity!(CreateEndpointService => EndpointService, "aws.create_endpoint_service");
+aws_activity!(CreateEndpointService => EndpointService, "aws.create_endpoint_service", creates);
 aws_activity!(Delete<EndpointService> => (), "aws.delete_endpoint_service");
-aws_activity!(CreateEndpointSecurityGroup => SecurityGroup, "aws.create_endpoint_security_group");
+aws_activity!(CreateEndpointSecurityGroup => SecurityGroup, "aws.create_endpoint_security_group", creates);
 aws_activity!(Delete<SecurityGroup> => (), "aws.delete_security_group");
-aws_activity!(CreateInterfaceEndpoint => InterfaceEndpoint, "aws.create_interface_endpoint");
+aws_activity!(CreateInterfaceEndpoint => InterfaceEndpoint, "aws.create_interface_endpoint", creates);
 aws_activity!(Delete<InterfaceEndpoint> => (), "aws.delete_interface_endpoint");
 aws_activity!(CheckZoneOffer => ZoneOffer, "aws.check_zone_offer");
 aws_activity!(WaitEndpointZone => EndpointZone, "aws.wait_endpoint_zone");

@@ -63,6 +63,6 @@ pub struct HostedClusterAvailable {
     pub version_image: Option<String>,
 }
 
-kube_activity!(CreateHostedCluster => HostedCluster, "kube.create_hosted_cluster");
+kube_activity!(CreateHostedCluster => HostedCluster, "kube.create_hosted_cluster", creates);
 kube_activity!(WaitHostedClusterAvailable => HostedClusterAvailable, "kube.wait_hosted_cluster_available");
 kube_activity!(Delete<HostedCluster> => (), "kube.delete_hosted_cluster");

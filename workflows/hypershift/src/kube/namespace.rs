@@ -21,5 +21,5 @@ pub struct Namespace {
     pub created_for_cluster: bool,
 }
 
-kube_activity!(ApplyNamespace => Namespace, "kube.apply_namespace");
+kube_activity!(ApplyNamespace => Namespace, "kube.apply_namespace", creates);
 kube_activity!(Delete<Namespace> => (), "kube.delete_namespace");

@@ -65,7 +65,7 @@ pub struct WaitNodePoolReady {
     pub timeout_secs: u64,
 }
 
-kube_activity!(ApplyNodePool => NodePool, "kube.apply_node_pool");
+kube_activity!(ApplyNodePool => NodePool, "kube.apply_node_pool", creates);
 kube_activity!(GetNodePool => NodePoolReplicas, "kube.get_node_pool");
 kube_activity!(ScaleNodePool => NodePoolReplicas, "kube.scale_node_pool");
 kube_activity!(WaitNodePoolReady => NodePoolReplicas, "kube.wait_node_pool_ready");

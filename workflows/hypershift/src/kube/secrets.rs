@@ -46,5 +46,5 @@ impl Secrets {
     }
 }
 
-kube_activity!(ApplySecrets => Secrets, "kube.apply_secrets");
+kube_activity!(ApplySecrets => Secrets, "kube.apply_secrets", creates);
 kube_activity!(Delete<Secrets> => (), "kube.delete_secrets");
