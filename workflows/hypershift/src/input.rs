@@ -54,18 +54,37 @@ const SCALE_FIELDS: &[Field] = &[
 
 const DESTROY_FIELDS: &[Field] = &[required("cluster", Kind::String)];
 
-/// Decodes `input` as `T` after checking its shape, so a malformed input lists every
-/// missing, mistyped or unknown field rather than serde's first.
+/// Decodes `input` as `T`, with its shape problems. Where the shape is wrong, a
+/// repaired copy is decoded so that the fields that are there can still be checked:
+/// every problem is reported at once. A body that is not even an object gets only that.
 fn decode<T: serde::de::DeserializeOwned>(
     input: &serde_json::Value,
     fields: &[Field],
-) -> Result<T, Vec<String>> {
+) -> Result<(T, Vec<String>), Vec<String>> {
     let problems = shape::problems(input, fields);
-    if !problems.is_empty() {
+    if !input.is_object() {
         return Err(problems);
     }
-    serde_json::from_value(input.clone())
-        .map_err(|e| vec![format!("input: {}", scrub_quoted(&e.to_string()))])
+    let value = if problems.is_empty() {
+        input.clone()
+    } else {
+        shape::repaired(input, fields)
+    };
+    match serde_json::from_value(value) {
+        Ok(decoded) => Ok((decoded, problems)),
+        Err(e) if problems.is_empty() => {
+            Err(vec![format!("input: {}", scrub_quoted(&e.to_string()))])
+        }
+        Err(_) => Err(problems),
+    }
+}
+
+fn verdict(problems: Vec<String>) -> Result<(), Vec<String>> {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
 }
 
 /// The longest infra id: AWS names built from it (`<infra-id>-<suffix>`) must fit.
@@ -337,7 +356,7 @@ impl<S> CreateClusterInput<S> {
 
 /// Intake's check of a create: decodes the plaintext input and reports every problem.
 pub fn validate_create(input: &serde_json::Value) -> Result<(), Vec<String>> {
-    let decoded: CreateClusterInput<String> = decode(input, CREATE_FIELDS)?;
+    let (decoded, shape): (CreateClusterInput<String>, _) = decode(input, CREATE_FIELDS)?;
     // Sealed values (a resubmission) cannot be read here; plaintext must be JSON.
     let is_json = if decoded.pull_secret.starts_with("sealed:") {
         None
@@ -347,17 +366,12 @@ pub fn validate_create(input: &serde_json::Value) -> Result<(), Vec<String>> {
                 .is_ok_and(|v| v.is_object()),
         )
     };
-    let problems = decoded.problems(is_json);
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems)
-    }
+    verdict(shape::merge(shape, decoded.problems(is_json)))
 }
 
 /// Intake's check of a scale.
 pub fn validate_scale(input: &serde_json::Value) -> Result<(), Vec<String>> {
-    let decoded: ScaleInput = decode(input, SCALE_FIELDS)?;
+    let (decoded, shape): (ScaleInput, _) = decode(input, SCALE_FIELDS)?;
     let mut problems = Vec::new();
     if !is_dns_label(&decoded.cluster, 63) {
         problems.push(format!(
@@ -377,24 +391,20 @@ pub fn validate_scale(input: &serde_json::Value) -> Result<(), Vec<String>> {
             decoded.replicas
         ));
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems)
-    }
+    verdict(shape::merge(shape, problems))
 }
 
 /// Intake's check of a destroy.
 pub fn validate_destroy(input: &serde_json::Value) -> Result<(), Vec<String>> {
-    let decoded: DestroyInput = decode(input, DESTROY_FIELDS)?;
-    if is_dns_label(&decoded.cluster, 63) {
-        Ok(())
-    } else {
-        Err(vec![format!(
+    let (decoded, shape): (DestroyInput, _) = decode(input, DESTROY_FIELDS)?;
+    let mut problems = Vec::new();
+    if !is_dns_label(&decoded.cluster, 63) {
+        problems.push(format!(
             "cluster: {:?} is not a cluster name",
             decoded.cluster
-        )])
+        ));
     }
+    verdict(shape::merge(shape, problems))
 }
 
 #[cfg(test)]
@@ -464,15 +474,27 @@ mod tests {
         fields.remove("release_image");
         fields.insert("keep_on_failure".into(), json!("yes"));
         input["node_pools"][0]["replicas"] = json!("2");
+        input["name"] = json!("Not_A_Name");
         let problems = validate_create(&input).unwrap_err();
         assert_eq!(
-            problems,
-            vec![
+            &problems[..4],
+            &[
                 "zones: required",
                 "release_image: required",
                 "node_pools[0].replicas: must be an integer, not a string",
                 "keep_on_failure: must be a boolean, not a string",
             ]
+        );
+        // The fields that are there are checked too; nothing about the placeholders.
+        assert!(
+            problems.iter().any(|p| p.starts_with("name:")),
+            "{problems:?}"
+        );
+        assert!(
+            !problems[4..]
+                .iter()
+                .any(|p| p.starts_with("zones:") || p.starts_with("release_image:")),
+            "{problems:?}"
         );
         assert_eq!(
             validate_scale(&json!({"replicas": "four"})).unwrap_err(),

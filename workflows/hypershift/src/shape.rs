@@ -117,6 +117,84 @@ fn check(value: &Value, kind: Kind, at: &str, found: &mut Vec<String>) {
     }
 }
 
+/// A copy of `value` that has the shape of `fields`: a placeholder (empty, zero, false)
+/// for each missing or mistyped required field, mistyped optional and unknown fields
+/// dropped. Decoding it lets the well-formed fields be checked too; the placeholders'
+/// own problems are dropped by [`merge`].
+pub(crate) fn repaired(value: &Value, fields: &[Field]) -> Value {
+    let object = value.as_object().cloned().unwrap_or_default();
+    let mut out = serde_json::Map::new();
+    for field in fields {
+        let present = object.get(field.name).filter(|v| !v.is_null());
+        let fixed = match present {
+            Some(value) if fits(value, field.kind) => Some(match field.kind {
+                Kind::Object(inner) => repaired(value, inner),
+                Kind::ObjectList(inner) => Value::Array(
+                    value
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|item| repaired(item, inner))
+                        .collect(),
+                ),
+                _ => value.clone(),
+            }),
+            _ if field.required => Some(placeholder(field.kind)),
+            _ => None,
+        };
+        if let Some(fixed) = fixed {
+            out.insert(field.name.to_owned(), fixed);
+        }
+    }
+    Value::Object(out)
+}
+
+/// The shape problems, then every other problem except those about a field that already
+/// has a shape problem (they would be about its placeholder).
+pub(crate) fn merge(shape: Vec<String>, checks: Vec<String>) -> Vec<String> {
+    let paths: Vec<String> = shape
+        .iter()
+        .filter_map(|p| p.split_once(": ").map(|(path, _)| path.to_owned()))
+        .collect();
+    let about_a_broken_field = |problem: &String| {
+        paths.iter().any(|path| {
+            problem.strip_prefix(path.as_str()).is_some_and(|rest| {
+                rest.starts_with(':') || rest.starts_with('.') || rest.starts_with('[')
+            })
+        })
+    };
+    let mut all = shape.clone();
+    all.extend(checks.into_iter().filter(|p| !about_a_broken_field(p)));
+    all
+}
+
+fn fits(value: &Value, kind: Kind) -> bool {
+    match kind {
+        Kind::String => value.is_string(),
+        Kind::Integer => value.is_i64() || value.is_u64(),
+        Kind::Bool => value.is_boolean(),
+        Kind::StringList => value
+            .as_array()
+            .is_some_and(|items| items.iter().all(Value::is_string)),
+        Kind::StringMap => value
+            .as_object()
+            .is_some_and(|map| map.values().all(Value::is_string)),
+        Kind::Object(_) => value.is_object(),
+        Kind::ObjectList(_) => value.is_array(),
+    }
+}
+
+fn placeholder(kind: Kind) -> Value {
+    match kind {
+        Kind::String => Value::String(String::new()),
+        Kind::Integer => Value::from(0),
+        Kind::Bool => Value::Bool(false),
+        Kind::StringList | Kind::ObjectList(_) => Value::Array(Vec::new()),
+        Kind::StringMap => Value::Object(serde_json::Map::new()),
+        Kind::Object(inner) => repaired(&Value::Null, inner),
+    }
+}
+
 fn join(path: &str, name: &str) -> String {
     if path.is_empty() {
         name.to_owned()
