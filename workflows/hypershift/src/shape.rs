@@ -79,41 +79,28 @@ fn check_object(value: &Value, fields: &[Field], path: &str, found: &mut Vec<Str
 }
 
 fn check(value: &Value, kind: Kind, at: &str, found: &mut Vec<String>) {
-    let ok = match kind {
-        Kind::String => value.is_string(),
-        Kind::Integer => value.is_i64() || value.is_u64(),
-        Kind::Bool => value.is_boolean(),
-        Kind::StringList => value
-            .as_array()
-            .is_some_and(|items| items.iter().all(Value::is_string)),
-        Kind::StringMap => value
-            .as_object()
-            .is_some_and(|map| map.values().all(Value::is_string)),
-        Kind::Object(fields) => {
-            check_object(value, fields, at, found);
-            return;
-        }
-        Kind::ObjectList(fields) => {
-            let Some(items) = value.as_array() else {
-                found.push(format!("{at}: must be a list, not {}", kind_of(value)));
-                return;
-            };
-            for (index, item) in items.iter().enumerate() {
-                check_object(item, fields, &format!("{at}[{index}]"), found);
+    match kind {
+        Kind::Object(fields) => check_object(value, fields, at, found),
+        Kind::ObjectList(fields) => match value.as_array() {
+            Some(items) => {
+                for (index, item) in items.iter().enumerate() {
+                    check_object(item, fields, &format!("{at}[{index}]"), found);
+                }
             }
-            return;
+            None => found.push(format!("{at}: must be a list, not {}", kind_of(value))),
+        },
+        _ if fits(value, kind) => {}
+        _ => {
+            let wanted = match kind {
+                Kind::String => "a string",
+                Kind::Integer => "an integer",
+                Kind::Bool => "a boolean",
+                Kind::StringList => "a list of strings",
+                Kind::StringMap => "an object of strings",
+                Kind::Object(_) | Kind::ObjectList(_) => "an object",
+            };
+            found.push(format!("{at}: must be {wanted}, not {}", kind_of(value)));
         }
-    };
-    if !ok {
-        let wanted = match kind {
-            Kind::String => "a string",
-            Kind::Integer => "an integer",
-            Kind::Bool => "a boolean",
-            Kind::StringList => "a list of strings",
-            Kind::StringMap => "an object of strings",
-            Kind::Object(_) | Kind::ObjectList(_) => "an object",
-        };
-        found.push(format!("{at}: must be {wanted}, not {}", kind_of(value)));
     }
 }
 
