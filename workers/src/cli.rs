@@ -111,7 +111,7 @@ impl Cli {
                     }
                 }
                 if !args.no_streams {
-                    let (nats, prefix) = args.config.nats()?;
+                    let (nats, prefix) = args.config.client.nats()?;
                     let max_body = args
                         .config
                         .max_body_bytes
@@ -146,7 +146,7 @@ impl Cli {
             }
             Command::Audit(args) => args.command.run(&args.client).await,
             Command::Bench(args) => {
-                let (nats, prefix) = args.config.nats()?;
+                let (nats, prefix) = args.config.client.nats()?;
                 let report = bench::run(
                     &nats,
                     &prefix,

@@ -98,29 +98,15 @@ impl ConfigFile {
 /// Connection settings shared by every subcommand that talks to the stack.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ConfigArgs {
-    /// A TOML config file; environment variables and flags override it.
-    #[arg(long, env = "HCPFLOW_CONFIG")]
-    pub config: Option<PathBuf>,
+    /// The config file, NATS and the prefix.
+    #[command(flatten)]
+    pub client: ClientArgs,
     /// The application role's Postgres URL.
     #[arg(long, env = "HCPFLOW_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
     /// The migration owner's Postgres URL (migrations run at start when given).
     #[arg(long, env = "HCPFLOW_DATABASE_ADMIN_URL", hide_env_values = true)]
     pub database_admin_url: Option<String>,
-    #[arg(long, env = "HCPFLOW_NATS_URL")]
-    pub nats_url: Option<String>,
-    #[arg(long, env = "HCPFLOW_NATS_USER")]
-    pub nats_user: Option<String>,
-    #[arg(long, env = "HCPFLOW_NATS_PASSWORD", hide_env_values = true)]
-    pub nats_password: Option<String>,
-    #[arg(long, env = "HCPFLOW_NATS_TOKEN", hide_env_values = true)]
-    pub nats_token: Option<String>,
-    /// A CA file: connect to NATS over TLS and trust this CA.
-    #[arg(long, env = "HCPFLOW_NATS_CA_FILE")]
-    pub nats_ca_file: Option<PathBuf>,
-    /// Subject and stream prefix.
-    #[arg(long, env = "HCPFLOW_PREFIX")]
-    pub prefix: Option<String>,
     #[arg(long, env = "HCPFLOW_SEAL_KEY", hide_env_values = true)]
     pub seal_key: Option<String>,
     /// The audit key (a 32-byte Ed25519 seed, base64 or hex): signs history checkpoints.
@@ -156,9 +142,10 @@ pub struct ConfigArgs {
     pub kubeconfig: Option<PathBuf>,
 }
 
-/// What a client of the NATS API needs (the `cluster` commands): NATS and the prefix.
-/// Global, so they may follow the subcommand.
-#[derive(Debug, Clone, clap::Args)]
+/// What a client of the NATS API needs (the `cluster`, `workflow` and `audit` commands,
+/// `bench`), and part of every process's settings: the config file, NATS and the
+/// prefix. Global, so they may follow a subcommand.
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct ClientArgs {
     /// A TOML config file; environment variables and flags override it.
     #[arg(long, env = "HCPFLOW_CONFIG", global = true)]
@@ -190,19 +177,54 @@ pub struct ClientArgs {
 }
 
 impl ClientArgs {
-    /// The NATS settings and prefix, layered as for the server.
-    pub fn nats(&self) -> anyhow::Result<(NatsConfig, String)> {
-        ConfigArgs {
-            config: self.config.clone(),
-            nats_url: self.nats_url.clone(),
-            nats_user: self.nats_user.clone(),
-            nats_password: self.nats_password.clone(),
-            nats_token: self.nats_token.clone(),
-            nats_ca_file: self.nats_ca_file.clone(),
-            prefix: self.prefix.clone(),
-            ..ConfigArgs::default()
+    /// The config file, or an empty one.
+    fn file(&self) -> anyhow::Result<ConfigFile> {
+        match &self.config {
+            Some(path) => ConfigFile::read(path),
+            None => Ok(ConfigFile::default()),
         }
-        .nats()
+    }
+
+    fn nats_layered(&self, file: &ConfigFile) -> anyhow::Result<NatsConfig> {
+        let nats = NatsConfig {
+            url: self
+                .nats_url
+                .clone()
+                .or_else(|| file.nats_url.clone())
+                .unwrap_or_else(|| DEFAULT_NATS_URL.to_owned()),
+            user: self.nats_user.clone().or_else(|| file.nats_user.clone()),
+            password: self
+                .nats_password
+                .clone()
+                .map(Secret::new)
+                .or_else(|| file.nats_password.clone()),
+            token: self
+                .nats_token
+                .clone()
+                .map(Secret::new)
+                .or_else(|| file.nats_token.clone()),
+            ca_file: self
+                .nats_ca_file
+                .clone()
+                .or_else(|| file.nats_ca_file.clone()),
+        };
+        if nats.user.is_some() != nats.password.is_some() {
+            bail!("NATS user and password must be given together");
+        }
+        Ok(nats)
+    }
+
+    fn prefix_layered(&self, file: &ConfigFile) -> String {
+        self.prefix
+            .clone()
+            .or_else(|| file.prefix.clone())
+            .unwrap_or_else(|| DEFAULT_PREFIX.to_owned())
+    }
+
+    /// The NATS settings and prefix alone (clients need no database).
+    pub fn nats(&self) -> anyhow::Result<(NatsConfig, String)> {
+        let file = self.file()?;
+        Ok((self.nats_layered(&file)?, self.prefix_layered(&file)))
     }
 }
 
@@ -215,11 +237,9 @@ pub const DEFAULT_CHECKPOINT_EVERY_SECS: u64 = 60;
 impl ConfigArgs {
     /// Defaults ← file ← environment ← flags (clap already put env under flags).
     pub fn resolve(&self) -> anyhow::Result<Config> {
-        let file = match &self.config {
-            Some(path) => ConfigFile::read(path)?,
-            None => ConfigFile::default(),
-        };
-        let nats = self.nats_layered(&file)?;
+        let file = self.client.file()?;
+        let nats = self.client.nats_layered(&file)?;
+        let prefix = self.client.prefix_layered(&file);
         let Some(database_url) = self
             .database_url
             .clone()
@@ -241,11 +261,7 @@ impl ConfigArgs {
                 .map(Secret::new)
                 .or(file.database_admin_url),
             nats,
-            prefix: self
-                .prefix
-                .clone()
-                .or(file.prefix)
-                .unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
+            prefix,
             seal_key: self.seal_key.clone().map(Secret::new).or(file.seal_key),
             // Empty means unset (`HCPFLOW_AUDIT_SIGNING_KEY=` turns signing off).
             audit_signing_key: self
@@ -291,50 +307,6 @@ impl ConfigArgs {
             },
         })
     }
-
-    fn nats_layered(&self, file: &ConfigFile) -> anyhow::Result<NatsConfig> {
-        let nats = NatsConfig {
-            url: self
-                .nats_url
-                .clone()
-                .or_else(|| file.nats_url.clone())
-                .unwrap_or_else(|| DEFAULT_NATS_URL.to_owned()),
-            user: self.nats_user.clone().or_else(|| file.nats_user.clone()),
-            password: self
-                .nats_password
-                .clone()
-                .map(Secret::new)
-                .or_else(|| file.nats_password.clone()),
-            token: self
-                .nats_token
-                .clone()
-                .map(Secret::new)
-                .or_else(|| file.nats_token.clone()),
-            ca_file: self
-                .nats_ca_file
-                .clone()
-                .or_else(|| file.nats_ca_file.clone()),
-        };
-        if nats.user.is_some() != nats.password.is_some() {
-            bail!("NATS user and password must be given together");
-        }
-        Ok(nats)
-    }
-
-    /// The NATS settings alone (clients such as `bench` need no database).
-    pub fn nats(&self) -> anyhow::Result<(NatsConfig, String)> {
-        let file = match &self.config {
-            Some(path) => ConfigFile::read(path)?,
-            None => ConfigFile::default(),
-        };
-        let nats = self.nats_layered(&file)?;
-        let prefix = self
-            .prefix
-            .clone()
-            .or(file.prefix)
-            .unwrap_or_else(|| DEFAULT_PREFIX.to_owned());
-        Ok((nats, prefix))
-    }
 }
 
 #[cfg(test)]
@@ -356,8 +328,8 @@ mod tests {
         )
         .unwrap();
         let mut args = args();
-        args.config = Some(path.clone());
-        args.prefix = Some("fromflag".into());
+        args.client.config = Some(path.clone());
+        args.client.prefix = Some("fromflag".into());
         let config = args.resolve().unwrap();
         assert_eq!(config.database_url.expose(), "postgres://file");
         assert_eq!(config.prefix, "fromflag");
@@ -378,7 +350,7 @@ mod tests {
         assert!(args().resolve().is_err());
         let mut with_user = args();
         with_user.database_url = Some("postgres://x".into());
-        with_user.nats_user = Some("u".into());
+        with_user.client.nats_user = Some("u".into());
         assert!(with_user.resolve().is_err());
     }
 }
