@@ -17,12 +17,14 @@ pub struct HistoryPage {
 }
 
 /// A history whose chain verified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifiedHistory {
     /// Number of events (the last seq).
     pub events: u64,
     /// The hash of the last event ([`ChainHash::GENESIS`] for an empty history).
     pub head_hash: ChainHash,
+    /// The kind of the last event (`WorkflowCompleted`, ...), if any.
+    pub head_event_type: Option<String>,
 }
 
 pub(crate) type EventRow = (i64, String, DateTime<Utc>, Vec<u8>, Vec<u8>, Vec<u8>);
@@ -102,6 +104,7 @@ impl EventStore {
         };
 
         let mut prev = ChainHash::GENESIS;
+        let mut head_event_type = None;
         let mut expected_seq = Seq::FIRST;
         let mut from = Some(Seq::FIRST);
         while let Some(start) = from {
@@ -130,6 +133,7 @@ impl EventStore {
                     return Err(corrupt(seq, reason));
                 }
                 prev = event.hash;
+                head_event_type = Some(event.event_type.clone());
                 expected_seq = expected_seq.next();
             }
             from = page.next_from;
@@ -155,6 +159,7 @@ impl EventStore {
         Ok(VerifiedHistory {
             events: expected_seq.get() - 1,
             head_hash: prev,
+            head_event_type,
         })
     }
 }

@@ -105,13 +105,7 @@ impl Checkpointer {
         // An ended history is signed at its end event, never past it: events after the
         // end were not written by the engine.
         if head.status.is_terminal() {
-            let last = self
-                .journal
-                .store
-                .read_history(&head.workflow_id, head.seq, 1)
-                .await
-                .map_err(|e| e.to_string())?;
-            let kind = last.events.first().map(|e| e.event_type.as_str());
+            let kind = verified.head_event_type.as_deref();
             if !matches!(
                 kind,
                 Some(
