@@ -194,10 +194,16 @@ impl Api {
             .map(|stored| stored.checkpoint);
         let witness = self.witness_checkpoint(&id).await?;
         let mut hash_at = Map::new();
-        for checkpoint in database.iter().chain(witness.iter()) {
-            let page = self.store().read_history(&id, checkpoint.seq, 1).await?;
-            if let Some(event) = page.events.first().filter(|e| e.seq == checkpoint.seq) {
-                hash_at.insert(checkpoint.seq.to_string(), json!(event.hash.to_hex()));
+        let mut seqs: Vec<Seq> = database
+            .iter()
+            .chain(witness.iter())
+            .map(|c| c.seq)
+            .collect();
+        seqs.dedup();
+        for seq in seqs {
+            let page = self.store().read_history(&id, seq, 1).await?;
+            if let Some(event) = page.events.first().filter(|e| e.seq == seq) {
+                hash_at.insert(seq.to_string(), json!(event.hash.to_hex()));
             }
         }
         reply["status"] = json!(summary.status.as_str());
@@ -220,9 +226,10 @@ impl Api {
                 format!("reading the witness stream: {e}"),
             )
         };
+        // No stream info needed: one request fewer.
         let stream = journal
             .js
-            .get_stream(journal.subjects.stream(StreamRole::Audit))
+            .get_stream_no_info(journal.subjects.stream(StreamRole::Audit))
             .await
             .map_err(|e| unavailable(e.to_string()))?;
         match stream

@@ -349,7 +349,6 @@ async fn verify(
     let mut reports = Vec::new();
     let mut bad = Vec::new();
     for id in ids {
-        let workflow = api.describe(id).await?;
         let (reply, evidence) = evidence(api, id).await?;
         let key = match (local_key, &evidence.audit_public_key) {
             (Some(key), _) => key,
@@ -368,8 +367,8 @@ async fn verify(
         }
         reports.push(json!({
             "workflow_id": id,
-            "workflow_type": workflow["workflow_type"],
-            "status": workflow["status"],
+            "workflow_type": progress.workflow_type,
+            "status": evidence.status,
             "verified": findings.problems.is_empty(),
             "problems": findings.problems,
             "notes": findings.notes,
