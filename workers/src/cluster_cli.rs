@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::api_client::ApiClient;
 use crate::cluster_spec::CreateFlags;
-use crate::follow::{follow, Followed};
+use crate::follow::{completed, follow, Followed};
 use crate::progress::{seconds, Outcome, Progress};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -177,17 +177,9 @@ async fn finish(
     followed: Followed,
     json_output: bool,
 ) -> anyhow::Result<()> {
-    let progress = match followed {
-        Followed::Detached(_) => {
-            if !json_output {
-                println!("detached; {workflow_id} goes on: hcpflow cluster status {name} --follow");
-            }
-            return Ok(());
-        }
-        Followed::Blocked(_, reason) => {
-            bail!("{workflow_id} is blocked and waits for fixed workflow code: {reason}")
-        }
-        Followed::Ended(progress) => progress,
+    let resume = format!("hcpflow cluster status {name} --follow");
+    let Some(progress) = followed.ended(workflow_id, &resume, json_output)? else {
+        return Ok(());
     };
     if json_output {
         println!(
@@ -197,11 +189,7 @@ async fn finish(
     } else {
         print_summary(&progress);
     }
-    match &progress.outcome {
-        Some(outcome) if outcome.succeeded() => Ok(()),
-        Some(outcome) => bail!("{workflow_id} ended {}", outcome.status()),
-        None => bail!("{workflow_id} did not end"),
-    }
+    completed(&progress, workflow_id)
 }
 
 fn print_summary(progress: &Progress) {

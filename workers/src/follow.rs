@@ -28,9 +28,44 @@ pub enum Followed {
     Ended(Progress),
     /// The workflow is `blocked` (nondeterminism, a corrupt history): it waits for
     /// fixed code; the reason.
-    Blocked(Progress, String),
+    Blocked(String),
     /// The user pressed Ctrl-C; the workflow goes on.
-    Detached(Progress),
+    Detached,
+}
+
+impl Followed {
+    /// The progress of a workflow that ended. `None` when the user detached (a note
+    /// names `resume`, the command that follows it again, unless `quiet`); an error when
+    /// the workflow is blocked.
+    pub fn ended(
+        self,
+        workflow_id: &str,
+        resume: &str,
+        quiet: bool,
+    ) -> anyhow::Result<Option<Progress>> {
+        match self {
+            Followed::Ended(progress) => Ok(Some(progress)),
+            Followed::Detached => {
+                if !quiet {
+                    println!("detached; {workflow_id} goes on: {resume}");
+                }
+                Ok(None)
+            }
+            Followed::Blocked(reason) => anyhow::bail!(
+                "{workflow_id} is blocked and waits for fixed workflow code: {reason}"
+            ),
+        }
+    }
+}
+
+/// Ok when the workflow completed; otherwise the error that says how it ended (a
+/// non-zero exit for the command).
+pub fn completed(progress: &Progress, workflow_id: &str) -> anyhow::Result<()> {
+    match &progress.outcome {
+        Some(outcome) if outcome.succeeded() => Ok(()),
+        Some(outcome) => anyhow::bail!("{workflow_id} ended {}", outcome.status()),
+        None => anyhow::bail!("{workflow_id} did not end"),
+    }
 }
 
 /// Prints the workflow's steps (when `show`) until it ends, blocks or the user detaches.
@@ -64,7 +99,7 @@ pub async fn follow(api: &ApiClient, workflow_id: &str, show: bool) -> anyhow::R
             biased;
             _ = &mut ctrl_c => {
                 screen.clear();
-                return Ok(Followed::Detached(progress));
+                return Ok(Followed::Detached);
             }
             message = live.next() => {
                 let Some(message) = message else {
@@ -94,7 +129,7 @@ pub async fn follow(api: &ApiClient, workflow_id: &str, show: bool) -> anyhow::R
                         if workflow["status"] == "blocked" {
                             screen.clear();
                             let reason = workflow["error"]["message"].as_str().unwrap_or("blocked").to_owned();
-                            return Ok(Followed::Blocked(progress, reason));
+                            return Ok(Followed::Blocked(reason));
                         }
                     }
                 }

@@ -1,12 +1,12 @@
 //! `hcpflow workflow list | describe | history | watch | cancel | signal`: any workflow,
 //! through the public NATS API.
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use serde_json::{json, Value};
 
 use crate::api_client::ApiClient;
 use crate::cluster_cli::{OutputArgs, OutputFormat};
-use crate::follow::{follow, Followed};
+use crate::follow::{completed, follow};
 use crate::progress::step_label;
 
 #[derive(Debug, clap::Subcommand)]
@@ -142,21 +142,13 @@ impl WorkflowCommand {
             }
             WorkflowCommand::Watch { workflow_id } => {
                 println!("{workflow_id}");
-                match follow(api, &workflow_id, true).await? {
-                    Followed::Detached(_) => {
-                        println!("detached; {workflow_id} goes on");
-                        Ok(())
-                    }
-                    Followed::Blocked(_, reason) => {
-                        bail!(
-                            "{workflow_id} is blocked and waits for fixed workflow code: {reason}"
-                        )
-                    }
-                    Followed::Ended(progress) => match &progress.outcome {
-                        Some(outcome) if outcome.succeeded() => Ok(()),
-                        Some(outcome) => bail!("{workflow_id} ended {}", outcome.status()),
-                        None => bail!("{workflow_id} did not end"),
-                    },
+                let resume = format!("hcpflow workflow watch {workflow_id}");
+                match follow(api, &workflow_id, true)
+                    .await?
+                    .ended(&workflow_id, &resume, false)?
+                {
+                    Some(progress) => completed(&progress, &workflow_id),
+                    None => Ok(()),
                 }
             }
             WorkflowCommand::Cancel {
