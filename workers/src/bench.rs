@@ -79,13 +79,7 @@ pub async fn run(
                     continue;
                 };
                 let kind = event["type"].as_str().unwrap_or_default();
-                if !matches!(
-                    kind,
-                    "WorkflowCompleted"
-                        | "WorkflowCompensated"
-                        | "WorkflowFailed"
-                        | "WorkflowCancelled"
-                ) {
+                if !hcpflow_engine::Event::is_terminal_kind(kind) {
                     continue;
                 }
                 let id = event["workflow_id"].as_str().unwrap_or_default();

@@ -106,15 +106,7 @@ impl Checkpointer {
         // end were not written by the engine.
         if head.status.is_terminal() {
             let kind = verified.head_event_type.as_deref();
-            if !matches!(
-                kind,
-                Some(
-                    "WorkflowCompleted"
-                        | "WorkflowCompensated"
-                        | "WorkflowFailed"
-                        | "WorkflowCancelled"
-                )
-            ) {
+            if !kind.is_some_and(hcpflow_engine::Event::is_terminal_kind) {
                 return Err(format!(
                     "the workflow ended ({}) but its last event is {}: events after the end",
                     head.status,

@@ -180,12 +180,14 @@ impl Event {
 
     /// True for the events that end a workflow.
     pub fn is_terminal(&self) -> bool {
+        Self::is_terminal_kind(self.kind())
+    }
+
+    /// True for the kinds (as stored and on the events stream) that end a workflow.
+    pub fn is_terminal_kind(kind: &str) -> bool {
         matches!(
-            self,
-            Event::WorkflowCompleted(_)
-                | Event::WorkflowFailed(_)
-                | Event::WorkflowCancelled(_)
-                | Event::WorkflowCompensated(_)
+            kind,
+            "WorkflowCompleted" | "WorkflowFailed" | "WorkflowCancelled" | "WorkflowCompensated"
         )
     }
 
