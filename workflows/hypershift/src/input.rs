@@ -506,6 +506,48 @@ mod tests {
         );
     }
 
+    /// The field tables checked before decoding must list exactly the structs' fields.
+    #[test]
+    fn the_field_tables_match_the_input_structs() {
+        fn names(fields: &[Field]) -> Vec<&str> {
+            let mut names: Vec<&str> = fields.iter().map(|f| f.name).collect();
+            names.sort_unstable();
+            names
+        }
+        fn keys(value: &serde_json::Value) -> Vec<&str> {
+            let mut keys: Vec<&str> = value
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            keys.sort_unstable();
+            keys
+        }
+        let input: CreateClusterInput<String> = serde_json::from_value(valid()).unwrap();
+        let create = serde_json::to_value(&input).unwrap();
+        assert_eq!(keys(&create), names(CREATE_FIELDS));
+        assert_eq!(keys(&create["management"]), names(MANAGEMENT_FIELDS));
+        assert_eq!(keys(&create["node_pools"][0]), names(NODE_POOL_FIELDS));
+        let scale = ScaleInput {
+            cluster: "c".into(),
+            node_pool: "p".into(),
+            replicas: 1,
+            timeout_secs: None,
+        };
+        assert_eq!(
+            keys(&serde_json::to_value(scale).unwrap()),
+            names(SCALE_FIELDS)
+        );
+        let destroy = DestroyInput {
+            cluster: "c".into(),
+        };
+        assert_eq!(
+            keys(&serde_json::to_value(destroy).unwrap()),
+            names(DESTROY_FIELDS)
+        );
+    }
+
     #[test]
     fn public_needs_no_management_and_an_infra_id_is_at_most_27() {
         let mut input = valid();
