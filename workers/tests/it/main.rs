@@ -18,4 +18,5 @@ mod rollback;
 mod secrets;
 mod submit;
 mod support;
+mod terminal_errors;
 mod workflow_commands;

@@ -114,6 +114,10 @@ impl fmt::Display for ActivityFailure {
 }
 
 /// Why a workflow failed, as recorded in its history.
+///
+/// Internally tagged (`{"kind": "failed", "message": ...}`): every variant is a struct
+/// or unit variant, because serde cannot write a tagged newtype variant holding a
+/// string — such an error could never be recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkflowError {
@@ -131,16 +135,24 @@ pub enum WorkflowError {
     #[error("cancelled")]
     Cancelled,
     /// The workflow's input was rejected.
-    #[error("invalid input: {0}")]
-    InvalidInput(String),
+    #[error("invalid input: {message}")]
+    InvalidInput { message: String },
     /// The workflow code decided to fail.
-    #[error("{0}")]
-    Failed(String),
+    #[error("{message}")]
+    Failed { message: String },
 }
 
 impl WorkflowError {
     pub fn failed(message: impl Into<String>) -> Self {
-        Self::Failed(message.into())
+        Self::Failed {
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid_input(message: impl Into<String>) -> Self {
+        Self::InvalidInput {
+            message: message.into(),
+        }
     }
 }
 

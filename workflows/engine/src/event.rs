@@ -274,6 +274,8 @@ pub struct HistoryEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{ActivityFailure, WorkflowError};
+    use crate::ids::Seq;
     use serde_json::json;
 
     #[test]
@@ -286,6 +288,54 @@ mod tests {
         assert_eq!(kind, "TimerStarted");
         assert_eq!(data["v"], 1);
         assert_eq!(Event::from_record(kind, data).unwrap(), event);
+    }
+
+    /// One of each kind of workflow error: a history must be able to record every one.
+    fn every_workflow_error() -> Vec<WorkflowError> {
+        vec![
+            WorkflowError::Activity {
+                activity_type: "aws.create_vpc".into(),
+                seq: Seq::new(4).unwrap(),
+                failure: ActivityFailure::permanent("Denied", "no"),
+            },
+            WorkflowError::Child {
+                child_id: "c-1".into(),
+                message: "failed".into(),
+            },
+            WorkflowError::Cancelled,
+            WorkflowError::invalid_input("name: required"),
+            WorkflowError::failed("left: sg-1"),
+        ]
+    }
+
+    #[test]
+    fn every_workflow_error_is_recorded_and_read_back_in_every_event_that_carries_one() {
+        for error in every_workflow_error() {
+            let events = [
+                Event::from(WorkflowFailed {
+                    error: error.clone(),
+                    left: Vec::new(),
+                }),
+                Event::from(WorkflowCompensated {
+                    cause: error.clone(),
+                }),
+                Event::from(RollbackStarted {
+                    cause: error.clone(),
+                    compensations: 2,
+                }),
+            ];
+            for event in events {
+                let (kind, data) = event.to_record();
+                assert_eq!(data.pointer("/v"), Some(&json!(SCHEMA_VERSION)), "{kind}");
+                let canonical = crate::canonical::to_vec(&data);
+                let reread: Value = serde_json::from_slice(&canonical).unwrap();
+                assert_eq!(
+                    Event::from_record(kind, reread).unwrap(),
+                    event,
+                    "{error:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -59,7 +59,7 @@ impl WorkflowRegistry {
             let run = input.map(|input| workflow(ctx, input));
             Box::pin(async move {
                 let output = run
-                    .map_err(|error| WorkflowError::InvalidInput(error.to_string()))?
+                    .map_err(|error| WorkflowError::invalid_input(error.to_string()))?
                     .await?;
                 serde_json::to_value(output).map_err(|error| {
                     WorkflowError::failed(format!("workflow output does not encode: {error}"))

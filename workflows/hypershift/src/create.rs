@@ -79,7 +79,7 @@ pub async fn create_hosted_cluster(
 ) -> Result<CreateOutput, WorkflowError> {
     let problems = input.problems(None);
     if !problems.is_empty() {
-        return Err(WorkflowError::InvalidInput(problems.join("; ")));
+        return Err(WorkflowError::invalid_input(problems.join("; ")));
     }
     ctx.keep_on_failure(input.keep_on_failure);
     let create_workflow_id = ctx.workflow_id().to_string();
@@ -320,7 +320,7 @@ async fn network(
     infra_id: &str,
 ) -> Result<Network, WorkflowError> {
     let plan = network_plan::plan(&input.vpc_cidr, &input.zones)
-        .map_err(|e| WorkflowError::InvalidInput(e.to_string()))?;
+        .map_err(|e| WorkflowError::invalid_input(e.to_string()))?;
     let vpc = ctx
         .activity(CreateVpc {
             infra_id: infra_id.to_owned(),

@@ -46,7 +46,7 @@ impl<T: DeserializeOwned> Future for SignalWait<T> {
         {
             state.progress += 1;
             return Poll::Ready(serde_json::from_value(payload).map_err(|error| {
-                WorkflowError::InvalidInput(format!("signal {}: {error}", self.name))
+                WorkflowError::invalid_input(format!("signal {}: {error}", self.name))
             }));
         }
         if state.cancelled_for(self.non_cancellable) {

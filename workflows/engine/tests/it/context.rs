@@ -312,7 +312,7 @@ fn bad_input_fails_the_workflow_clearly() {
     env.run_until_idle();
     assert_eq!(env.status(&id), WorkflowStatus::Failed);
     assert!(
-        matches!(env.terminal(&id), Some(Event::WorkflowFailed(f)) if matches!(f.error, WorkflowError::InvalidInput(_)))
+        matches!(env.terminal(&id), Some(Event::WorkflowFailed(f)) if matches!(f.error, WorkflowError::InvalidInput { .. }))
     );
 }
 
