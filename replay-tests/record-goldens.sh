@@ -75,7 +75,8 @@ fi
 
 if wants rolled-back; then
   failing=$dev/golden/failing.yaml
-  { cat "$spec"; echo "annotations: {hcpflow.io/emulator-fail-available: EtcdQuorumLost}"; } > "$failing"
+  { cat "$spec"; echo "annotations: {hcpflow.io/emulator-fail-available: EtcdQuorumLost}"
+    echo "control_plane_timeout_secs: 10"; } > "$failing"
   id=$("$hcpflow" cluster create -f "$failing" -o json | field '["workflow_id"]' || true)
   [[ -n $id ]] || id=$("$hcpflow" workflow list --cluster "$name" --type create_hosted_cluster --limit 1 -o json | field '[0]["workflow_id"]')
   export_to "$id" create_hosted_cluster/rolled-back.jsonl

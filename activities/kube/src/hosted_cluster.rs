@@ -6,7 +6,7 @@ use hcpflow_hypershift::kube::hosted_cluster::{
     CreateHostedCluster, HostedCluster, HostedClusterAvailable, WaitHostedClusterAvailable,
 };
 use hcpflow_hypershift::kube::{ObjectRef, INFRA_LABEL};
-use kube::api::{DynamicObject, PostParams};
+use kube::api::DynamicObject;
 use kube::{Api, ResourceExt};
 use serde_json::Value;
 
@@ -34,11 +34,7 @@ pub async fn create_hosted_cluster(
         .map_err(|e| ActivityFailure::permanent("Encoding", e.to_string()))?;
     let api = api(kube, &request.namespace);
     let what = format!("HostedCluster {}/{}", request.namespace, request.name);
-    let params = PostParams {
-        field_manager: Some(FIELD_MANAGER.to_owned()),
-        ..PostParams::default()
-    };
-    let created = match api.create(&params, &object).await {
+    let created = match create_strictly(kube, &api, &object).await {
         Ok(created) => created,
         Err(e) if is_already_exists(&e) => {
             let existing = api
@@ -72,11 +68,46 @@ pub async fn create_hosted_cluster(
     Ok(result)
 }
 
+/// The conditions whose `False` the operator cannot heal by itself: the spec, the
+/// release or the cloud identity is wrong, and only a change from outside helps.
+/// Anything else — `Degraded=True` above all, which the control plane reports whenever
+/// a component has unavailable replicas, as it does throughout a rollout — is waited
+/// out until the deadline.
+pub const UNHEALABLE_CONDITIONS: [&str; 5] = [
+    "ValidConfiguration",
+    "SupportedHostedCluster",
+    "ValidReleaseImage",
+    "ValidReleaseInfo",
+    "ValidAWSIdentityProvider",
+];
+
+/// Creates `object` with strict field validation: a field the CRD does not know is
+/// refused, not silently pruned (kube-rs's `PostParams` cannot ask for it, so the
+/// request is built here).
+async fn create_strictly(
+    kube: &KubeActivities,
+    api: &Api<DynamicObject>,
+    object: &DynamicObject,
+) -> Result<DynamicObject, kube::Error> {
+    let body = serde_json::to_vec(object).map_err(kube::Error::SerdeError)?;
+    let url = format!(
+        "{}?fieldManager={FIELD_MANAGER}&fieldValidation=Strict",
+        api.resource_url()
+    );
+    let http_request = http::Request::post(url)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(body)
+        .map_err(kube::Error::HttpError)?;
+    kube.client.request::<DynamicObject>(http_request).await
+}
+
 /// Waits until `Available=True`.
 ///
-/// Errors: `Degraded=True` is a permanent `HostedCluster<reason>` failure at once (the
-/// operator gave up); after `timeout_secs` a permanent `Timeout` naming the first
-/// condition that is not yet true; a HostedCluster that is gone, permanent `NotFound`.
+/// Errors: one of [`UNHEALABLE_CONDITIONS`] `False` is a permanent
+/// `HostedCluster<reason>` failure at once, with the operator's message; after
+/// `timeout_secs` a permanent `Timeout` naming the first condition that is not yet true
+/// and, if the control plane is still degraded then, its Degraded message; a
+/// HostedCluster that is gone, permanent `NotFound`.
 pub async fn wait_available(
     kube: &KubeActivities,
     request: &WaitHostedClusterAvailable,
@@ -97,10 +128,13 @@ pub async fn wait_available(
                 })?;
             let status = object.data.get("status");
             let conditions = conditions(status);
-            if let Some(degraded) = find(&conditions, "Degraded").filter(|c| c.is_true()) {
+            if let Some(refused) = conditions
+                .iter()
+                .find(|c| c.status == "False" && UNHEALABLE_CONDITIONS.contains(&c.kind.as_str()))
+            {
                 return Err(ActivityFailure::permanent(
-                    format!("HostedCluster{}", degraded.reason),
-                    format!("{what} is degraded: {degraded}"),
+                    format!("HostedCluster{}", refused.reason),
+                    format!("the operator refuses {what}: {refused}"),
                 ));
             }
             if find(&conditions, "Available").is_some_and(|c| c.is_true()) {
@@ -118,11 +152,14 @@ pub async fn wait_available(
             }
             // The first condition not yet true is what blocks; none reported yet means
             // the operator has not looked at it.
-            let blocking = conditions
+            let mut blocking = conditions
                 .iter()
                 .find(|c| !c.is_true() && !matches!(c.kind.as_str(), "Progressing" | "Degraded"))
                 .map(ToString::to_string)
                 .unwrap_or_else(|| "no conditions reported yet".to_owned());
+            if let Some(degraded) = find(&conditions, "Degraded").filter(|c| c.is_true()) {
+                blocking.push_str(&format!("; {degraded}"));
+            }
             Ok(Look::Waiting(blocking))
         },
     )

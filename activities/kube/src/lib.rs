@@ -9,6 +9,7 @@
 //! - [`error`]: Kubernetes errors classified once into retryable and permanent failures;
 //! - [`manifest`]: the HostedCluster and NodePool documents, built from a request;
 //! - [`namespace`], [`secrets`], [`hosted_cluster`], [`node_pool`]: the activities;
+//!   [`signing_key`]: the service-account key in the PKCS#1 form the operator parses;
 //! - [`wait`], [`delete`]: polling for a condition, and delete-until-gone;
 //! - [`leftovers`]: what the cluster still holds of an infra id (destroy's last check);
 //! - [`dispatch`]: every activity by its type name.
@@ -27,6 +28,7 @@ pub mod namespace;
 pub mod node_pool;
 pub mod resources;
 pub mod secrets;
+pub mod signing_key;
 pub mod wait;
 
 pub use client::{ConnectError, KubeSettings};

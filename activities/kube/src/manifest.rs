@@ -92,15 +92,13 @@ pub fn hosted_cluster(request: &CreateHostedCluster) -> Result<Value, ActivityFa
         .into_iter()
         .map(|(key, value)| json!({"key": key, "value": value}))
         .collect();
-    // The API server is published by load balancer, unless only private access is
-    // wanted; the other services by Route (as the CLI does on AWS).
-    let api_server = if request.endpoint_access == "Private" {
-        json!({"type": "Route"})
-    } else {
-        json!({"type": "LoadBalancer"})
-    };
+    // As `hypershift create cluster aws` publishes them, whatever the endpoint access:
+    // the API server by LoadBalancer (a Route would need a dedicated hostname), the
+    // others by Route. With PrivateLink the operator exposes them through its private
+    // router.
+    let api_server = json!({"type": "LoadBalancer"});
     let route = json!({"type": "Route"});
-    Ok(json!({
+    let document = json!({
         "apiVersion": api_version(),
         "kind": "HostedCluster",
         "metadata": {
@@ -161,7 +159,56 @@ pub fn hosted_cluster(request: &CreateHostedCluster) -> Result<Value, ActivityFa
             "controllerAvailabilityPolicy": "SingleReplica",
             "infrastructureAvailabilityPolicy": "SingleReplica",
         },
-    }))
+    });
+    let problems = publishing_problems(&document["spec"]);
+    if !problems.is_empty() {
+        return Err(invalid(format!(
+            "HostedCluster {}: the operator would refuse its services: {}",
+            request.name,
+            problems.join("; ")
+        )));
+    }
+    Ok(document)
+}
+
+/// The hypershift-operator's `validateAWSConfig` on a HostedCluster spec: OAuthServer,
+/// Konnectivity and Ignition by Route; the API server by LoadBalancer, or by Route with
+/// a hostname (a private cluster may use either). What it refuses never reaches it.
+pub fn publishing_problems(spec: &Value) -> Vec<String> {
+    let strategy = |service: &str| {
+        spec.get("services")
+            .and_then(Value::as_array)
+            .and_then(|all| all.iter().find(|s| s["service"] == service))
+            .map(|s| &s["servicePublishingStrategy"])
+    };
+    let mut problems = Vec::new();
+    for service in ["OAuthServer", "Konnectivity", "Ignition"] {
+        match strategy(service).map(|s| s["type"].as_str().unwrap_or_default()) {
+            None => problems.push(format!("{service} is not published")),
+            Some("Route") => {}
+            Some(other) => problems.push(format!(
+                "{service} is published by {other:?}; only Route is supported"
+            )),
+        }
+    }
+    let Some(api_server) = strategy("APIServer") else {
+        problems.push("APIServer is not published".to_owned());
+        return problems;
+    };
+    let has_hostname = api_server
+        .pointer("/route/hostname")
+        .and_then(Value::as_str)
+        .is_some_and(|h| !h.is_empty());
+    match (api_server["type"].as_str().unwrap_or_default(), has_hostname) {
+        ("LoadBalancer", _) | ("Route", true) => {}
+        ("Route", false) => {
+            problems.push("APIServer is published by Route without a hostname".to_owned());
+        }
+        (other, _) => problems.push(format!(
+            "APIServer is published by {other:?}; only LoadBalancer, or Route with a hostname, is supported"
+        )),
+    }
+    problems
 }
 
 /// The NodePool of `request`, with `replicas` as its count.
@@ -257,6 +304,51 @@ mod tests {
             json!([{"key": "kubernetes.io/cluster/demo-x7k2p", "value": "owned"}])
         );
         assert_eq!(hc["spec"]["dns"]["privateZoneID"], "Z2");
+    }
+
+    #[test]
+    fn every_access_mode_publishes_as_the_operator_requires() {
+        for access in ENDPOINT_ACCESS {
+            let mut request = request();
+            request.endpoint_access = access.into();
+            let hc = hosted_cluster(&request).unwrap();
+            assert!(publishing_problems(&hc["spec"]).is_empty(), "{access}");
+            let api = hc["spec"]["services"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["service"] == "APIServer")
+                .unwrap();
+            assert_eq!(
+                api["servicePublishingStrategy"],
+                json!({"type": "LoadBalancer"}),
+                "{access}"
+            );
+        }
+    }
+
+    #[test]
+    fn what_the_operator_refuses_is_named() {
+        let spec = |api: Value, oauth: &str| {
+            json!({"services": [
+                {"service": "APIServer", "servicePublishingStrategy": api},
+                {"service": "OAuthServer", "servicePublishingStrategy": {"type": oauth}},
+                {"service": "Konnectivity", "servicePublishingStrategy": {"type": "Route"}},
+            ]})
+        };
+        assert_eq!(
+            publishing_problems(&spec(json!({"type": "Route"}), "LoadBalancer")),
+            [
+                "OAuthServer is published by \"LoadBalancer\"; only Route is supported",
+                "Ignition is not published",
+                "APIServer is published by Route without a hostname",
+            ]
+        );
+        let named = json!({"type": "Route", "route": {"hostname": "api.example.com"}});
+        assert_eq!(
+            publishing_problems(&spec(named, "Route")),
+            ["Ignition is not published"]
+        );
     }
 
     #[test]

@@ -40,7 +40,9 @@ pub async fn apply_namespace(
         });
         api.patch(
             &request.namespace,
-            &PatchParams::apply(FIELD_MANAGER).force(),
+            &PatchParams::apply(FIELD_MANAGER)
+                .force()
+                .validation_strict(),
             &Patch::Apply(&document),
         )
         .await

@@ -70,7 +70,9 @@ pub async fn apply_node_pool(
     let document = manifest::node_pool(request, count)?;
     api.patch(
         &request.name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
+        &PatchParams::apply(FIELD_MANAGER)
+            .force()
+            .validation_strict(),
         &Patch::Apply(&document),
     )
     .await

@@ -18,6 +18,7 @@ use crate::delete::delete_and_wait;
 use crate::dispatch::KubeActivities;
 use crate::error::failure;
 use crate::resources::{ledger_ref, FIELD_MANAGER, SAFE_TO_DELETE_LABEL};
+use crate::signing_key;
 
 /// The length of an AES-CBC etcd encryption key.
 const ETCD_KEY_BYTES: usize = 32;
@@ -69,6 +70,16 @@ fn secret(
         ),
         ..Secret::default()
     }
+}
+
+/// The signing key as the operator parses it (PKCS#1), whatever form it was sealed in.
+fn operator_signing_key(pem: &str) -> Result<String, ActivityFailure> {
+    signing_key::pkcs1_pem(pem).map_err(|e| {
+        ActivityFailure::permanent(
+            "InvalidSigningKey",
+            format!("the service-account signing key cannot be written for the operator: {e}"),
+        )
+    })
 }
 
 /// Guarantees: running it again applies the same four Secrets; the etcd encryption key
@@ -127,7 +138,12 @@ pub async fn apply_secrets(
             "Opaque",
             BTreeMap::from([(
                 "key".to_owned(),
-                unseal(keyring, &request.signing_key, "service-account signing key")?.into_bytes(),
+                operator_signing_key(&unseal(
+                    keyring,
+                    &request.signing_key,
+                    "service-account signing key",
+                )?)?
+                .into_bytes(),
             )]),
         ),
     ];
@@ -135,7 +151,9 @@ pub async fn apply_secrets(
         let name = document.metadata.name.as_deref().unwrap_or_default();
         api.patch(
             name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
+            &PatchParams::apply(FIELD_MANAGER)
+                .force()
+                .validation_strict(),
             &Patch::Apply(document),
         )
         .await

@@ -85,6 +85,8 @@ async fn a_failure_in_any_phase_rolls_back_everything() {
     let kube_server = server_with_key(&stack, &prefix, &format!("{prefix}-key")).await;
     let mut control_plane = create_input(&cluster_name("cp"), &pre, 1);
     control_plane["annotations"] = json!({"hcpflow.io/emulator-fail-available": "EtcdQuorumLost"});
+    // Degraded is waited out until the deadline: keep it short.
+    control_plane["control_plane_timeout_secs"] = json!(5);
     let mut node_pool = create_input(&cluster_name("np"), &pre, 2);
     node_pool["node_pools"][0]["annotations"] = json!({"hcpflow.io/emulator-stall-at": "1"});
     node_pool["node_pool_timeout_secs"] = json!(3);

@@ -44,6 +44,10 @@ async fn twice(stack: &Stack, activity: &str, input: Value) -> Value {
     first
 }
 
+/// An RSA-2048 key in PKCS#8 form, as the key generator writes it; made for these tests
+/// only and used nowhere else.
+const TEST_SIGNING_KEY: &str = include_str!("fixtures/test-only-signing-key.pem");
+
 fn secrets_input(
     stack: &Stack,
     infra_id: &str,
@@ -55,7 +59,7 @@ fn secrets_input(
         "infra_id": infra_id, "cluster": cluster, "namespace": ns,
         "pull_secret": stack.keyring.seal(&pull_secret.to_owned()).unwrap(),
         "ssh_public_key": "ssh-ed25519 AAAA test",
-        "signing_key": stack.keyring.seal(&"-----BEGIN PRIVATE KEY-----\nMII\n-----END PRIVATE KEY-----\n".to_owned()).unwrap(),
+        "signing_key": stack.keyring.seal(&TEST_SIGNING_KEY.to_owned()).unwrap(),
     })
 }
 
@@ -160,9 +164,19 @@ async fn a_control_plane_applied_twice_exists_once_and_its_deletes_leave_nothing
         .get(&format!("{name}-sa-token-issuer-key"))
         .await
         .unwrap();
-    assert!(String::from_utf8(signing.data.unwrap()["key"].0.clone())
-        .unwrap()
-        .starts_with("-----BEGIN PRIVATE KEY"));
+    // The operator parses the key as PKCS#1: the PKCS#8 key sealed in history is
+    // written unwrapped, the same key in the form the operator reads.
+    let written = String::from_utf8(signing.data.unwrap()["key"].0.clone()).unwrap();
+    assert!(
+        written.starts_with("-----BEGIN RSA PRIVATE KEY-----\n"),
+        "{}",
+        written.lines().next().unwrap_or_default()
+    );
+    assert_eq!(
+        written,
+        include_str!("fixtures/test-only-signing-key.pkcs1.pem"),
+        "the same key as `openssl rsa -traditional` writes it"
+    );
     let labelled = secret_api
         .list(&kube::api::ListParams::default().labels(&format!("{INFRA_LABEL}={infra_id}")))
         .await
@@ -267,12 +281,19 @@ async fn a_hosted_cluster_made_for_another_cluster_is_not_adopted() {
                          "etcd_encryption_key": "e", "service_account_signing_key": "k"});
     let clusters: Api<DynamicObject> =
         Api::namespaced_with(stack.client.clone(), &ns, &hosted_clusters());
-    let theirs: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedCluster",
-        "metadata": {"name": "taken", "labels": {INFRA_LABEL: "someone-else"}},
-        "spec": {"release": {"image": "r"}, "platform": {"type": "AWS"}, "infraID": "someone-else"}
-    }))
-    .unwrap();
+    // Someone else's cluster of the same name: a complete HostedCluster of their infra id.
+    let their_request: hcpflow_hypershift::kube::hosted_cluster::CreateHostedCluster =
+        serde_json::from_value(hosted_cluster_input(
+            "someone-else",
+            &ns,
+            "taken",
+            &secrets,
+            json!({}),
+        ))
+        .unwrap();
+    let theirs: DynamicObject =
+        serde_json::from_value(hcpflow_kube::manifest::hosted_cluster(&their_request).unwrap())
+            .unwrap();
     clusters
         .create(&PostParams::default(), &theirs)
         .await
@@ -318,7 +339,8 @@ async fn injected_failures_give_the_blocking_reason_a_timeout_and_a_retryable_ha
     .await
     .unwrap();
 
-    // A control plane that never becomes Available: the Degraded reason, permanent.
+    // A control plane that never becomes Available: Degraded is waited out (it is normal
+    // during a rollout) until the deadline, whose failure carries the Degraded message.
     let annotations = json!({"hcpflow.io/emulator-fail-available": "EtcdQuorumLost",
                              "hcpflow.io/emulator-deletion-hangs": "true"});
     let hc = run(
@@ -331,14 +353,14 @@ async fn injected_failures_give_the_blocking_reason_a_timeout_and_a_retryable_ha
     let failure = run(
         &stack,
         "kube.wait_hosted_cluster_available",
-        json!({"namespace": ns, "name": "bad", "timeout_secs": 20}),
+        json!({"namespace": ns, "name": "bad", "timeout_secs": 6}),
     )
     .await
     .unwrap_err();
-    assert_eq!(failure.kind, "HostedClusterEtcdQuorumLost");
+    assert_eq!(failure.kind, "Timeout");
     assert!(!failure.retryable);
     assert!(
-        failure.message.contains("Degraded=True"),
+        failure.message.contains("Degraded=True (EtcdQuorumLost)"),
         "{}",
         failure.message
     );

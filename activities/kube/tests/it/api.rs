@@ -204,7 +204,10 @@ async fn required_fields_status_scale_and_generation_behave_as_on_a_server() {
     let pool: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "hypershift.openshift.io/v1beta1", "kind": "NodePool",
         "metadata": {"name": "pool"},
-        "spec": {"clusterName": "c", "replicas": 0, "platform": {"type": "AWS"}},
+        "spec": {"clusterName": "c", "replicas": 0, "release": {"image": "quay.io/ocp-release:4.17.0"},
+                 "management": {"upgradeType": "Replace"},
+                 "platform": {"type": "AWS", "aws": {"instanceType": "m5.large",
+                              "subnet": {"id": "subnet-0abc"}}}},
         "status": {"replicas": 99}
     }))
     .unwrap();

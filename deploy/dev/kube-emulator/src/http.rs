@@ -14,6 +14,7 @@ use hyper::body::{Frame, Incoming};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use crate::admission;
 use crate::apply;
 use crate::discovery;
 use crate::error::{ApiError, Result};
@@ -260,6 +261,7 @@ fn serve(
     let rt = target.rt;
     let ns = target.namespace.as_deref();
     let api_version = rt.api_version();
+    let directive = admission::field_validation(params)?;
     shared.with(|store| {
         match (
             method,
@@ -288,6 +290,7 @@ fn serve(
             (&Method::POST, None, None) => {
                 let mut object = parse_body(body, false)?;
                 let manager = manager(params, "unknown");
+                admission::admit(rt, &directive, &mut object)?;
                 apply::record_update(None, &mut object, &manager, "", &api_version);
                 Ok((StatusCode::CREATED, store.create(rt, ns, object)?))
             }
@@ -317,6 +320,9 @@ fn serve(
                     Part::Main
                 };
                 let subresource = sub.unwrap_or_default();
+                if part == Part::Main {
+                    admission::admit(rt, &directive, &mut object)?;
+                }
                 apply::record_update(
                     Some(&current),
                     &mut object,
@@ -354,7 +360,7 @@ fn serve(
                         Err(e) if e.code == 404 && sub.is_none() => None,
                         Err(e) => return Err(e),
                     };
-                    let next = apply::apply(
+                    let mut next = apply::apply(
                         current.as_ref(),
                         &config,
                         manager,
@@ -362,6 +368,9 @@ fn serve(
                         subresource,
                         &api_version,
                     )?;
+                    if sub.is_none() {
+                        admission::admit(rt, &directive, &mut next)?;
+                    }
                     return match current {
                         None => Ok((StatusCode::CREATED, store.create(rt, ns, next)?)),
                         Some(_) => write(store, rt, ns, name, sub, next),
@@ -392,6 +401,9 @@ fn serve(
                     scaled["spec"]["replicas"] =
                         next.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
                     next = scaled;
+                }
+                if sub.is_none() {
+                    admission::admit(rt, &directive, &mut next)?;
                 }
                 let fields_sub = if sub == Some("status") { "status" } else { "" };
                 apply::record_update(

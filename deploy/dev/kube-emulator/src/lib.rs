@@ -6,8 +6,10 @@
 //! subresources, finalizers, and watch.
 //!
 //! Where to start reading: [`store`] (objects and their metadata), [`http`] (routes and
-//! handlers), [`apply`] (field ownership), [`operator`] (the simulated operator).
+//! handlers), [`admission`] and [`schema`] (what the HyperShift CRDs accept), [`apply`]
+//! (field ownership), [`operator`] (the simulated operator).
 
+pub mod admission;
 pub mod apply;
 pub mod discovery;
 pub mod error;
@@ -15,6 +17,7 @@ pub mod http;
 pub mod operator;
 pub mod patch;
 pub mod resources;
+pub mod schema;
 pub mod selectors;
 pub mod server;
 pub mod store;

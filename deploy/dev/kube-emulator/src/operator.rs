@@ -1,10 +1,13 @@
 //! A simulated HyperShift operator (hypershift-aws.md §6): moves HostedCluster and
 //! NodePool status the way the real operator does, after configurable delays.
 //!
-//! HostedCluster: adds its finalizer; walks the condition sequence (ValidConfiguration
-//! … KubeAPIServerAvailable … Available=True, Progressing=False, Degraded=False), one
-//! condition per `step`; once the API server is up writes the admin kubeconfig Secret
-//! and `status.kubeconfig`; on delete removes the finalizer after `deletion`.
+//! HostedCluster: adds its finalizer; refuses a configuration the hypershift-operator
+//! refuses (`ValidConfiguration=False` with its message: see `configuration`); walks
+//! the condition sequence (ValidConfiguration … KubeAPIServerAvailable …
+//! Available=True, Progressing=False, Degraded=False), one condition per `step`,
+//! reporting `Degraded=True` while the components roll out; once the API server is up
+//! writes the admin kubeconfig Secret and `status.kubeconfig`; on delete removes the
+//! finalizer after `deletion`.
 //! NodePool: `status.replicas` follows `spec.replicas` one node per `node`, with
 //! AllMachinesReady, AllNodesHealthy and Ready.
 //!
@@ -20,6 +23,8 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use chrono::{SecondsFormat, Utc};
 use serde_json::{json, Value};
+
+mod configuration;
 
 use crate::http::Shared;
 use crate::resources::{ResourceType, HOSTED_CLUSTERS, NODE_POOLS, SECRETS};
@@ -41,6 +46,14 @@ pub const SEQUENCE: [&str; 9] = [
     "EtcdAvailable",
     "KubeAPIServerAvailable",
     "IgnitionEndpointAvailable",
+];
+
+/// The conditions the operator sets on its first look (True, once the configuration
+/// passes); a `False` among them is what a client may treat as final.
+pub const VALIDITY: [&str; 3] = [
+    "ValidConfiguration",
+    "SupportedHostedCluster",
+    "ValidReleaseImage",
 ];
 
 /// How fast the simulated operator moves.
@@ -219,6 +232,9 @@ impl Operator {
             .get("generation")
             .and_then(Value::as_i64)
             .unwrap_or(1);
+        if let Err(message) = configuration::validate(store, ns, &object) {
+            return self.refuse(store, ns, name, &object, generation, &message);
+        }
         let steps = (self.age(&object).as_millis() / self.timing.step.as_millis().max(1)) as usize;
         let failure = annotation(&object, FAIL_AVAILABLE).map(str::to_owned);
         let reached = steps.min(SEQUENCE.len());
@@ -226,7 +242,8 @@ impl Operator {
             .iter()
             .enumerate()
             .map(|(i, kind)| {
-                if i < reached {
+                // The operator judges the spec at once; the rest comes with the rollout.
+                if i < reached || VALIDITY.contains(kind) {
                     condition(kind, true, "AsExpected", "", generation)
                 } else {
                     condition(
@@ -287,7 +304,20 @@ impl Operator {
                     "",
                     generation,
                 ));
-                conditions.push(condition("Degraded", false, "AsExpected", "", generation));
+                // Components roll out with unavailable replicas: the control plane
+                // reports itself degraded until they are up, as the real one does.
+                let rolling_out = !available && api_up;
+                conditions.push(if rolling_out {
+                    condition(
+                        "Degraded",
+                        true,
+                        "UnavailableReplicas",
+                        "kube-apiserver deployment has 1 unavailable replicas",
+                        generation,
+                    )
+                } else {
+                    condition("Degraded", false, "AsExpected", "", generation)
+                });
             }
         }
         let mut status = object.get("status").cloned().unwrap_or_else(|| json!({}));
@@ -336,6 +366,53 @@ impl Operator {
             .update(&HOSTED_CLUSTERS, Some(ns), name, next, Part::Status)
             .is_ok()
             || changed
+    }
+
+    /// The operator refuses the configuration: `ValidConfiguration=False` with its
+    /// message, nothing reconciled. A fixed configuration starts the rollout afresh.
+    fn refuse(
+        &mut self,
+        store: &mut Store,
+        ns: &str,
+        name: &str,
+        object: &Value,
+        generation: i64,
+        message: &str,
+    ) -> bool {
+        if let Some(uid) = meta(object).get("uid").and_then(Value::as_str) {
+            self.seen.remove(uid);
+        }
+        let mut status = object.get("status").cloned().unwrap_or_else(|| json!({}));
+        let before = status.clone();
+        set_conditions(
+            &mut status,
+            vec![
+                condition(
+                    "ValidConfiguration",
+                    false,
+                    "InvalidConfiguration",
+                    message,
+                    generation,
+                ),
+                condition(
+                    "Available",
+                    false,
+                    "InvalidConfiguration",
+                    "the configuration is not valid",
+                    generation,
+                ),
+                condition("Progressing", false, "InvalidConfiguration", "", generation),
+                condition("Degraded", false, "AsExpected", "", generation),
+            ],
+        );
+        if status == before {
+            return false;
+        }
+        let mut next = object.clone();
+        next["status"] = status;
+        store
+            .update(&HOSTED_CLUSTERS, Some(ns), name, next, Part::Status)
+            .is_ok()
     }
 
     fn node_pool(&mut self, store: &mut Store, ns: &str, name: &str, object: Value) -> bool {

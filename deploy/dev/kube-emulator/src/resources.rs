@@ -15,8 +15,6 @@ pub struct ResourceType {
     pub status: bool,
     /// Has a `/scale` subresource (`spec.replicas` ↔ `status.replicas`).
     pub scale: bool,
-    /// Paths (dotted) that must be present on create and update.
-    pub required: &'static [&'static str],
     pub short_names: &'static [&'static str],
 }
 
@@ -32,7 +30,6 @@ pub static NAMESPACES: ResourceType = ResourceType {
     namespaced: false,
     status: true,
     scale: false,
-    required: &[],
     short_names: &["ns"],
 };
 
@@ -45,7 +42,6 @@ pub static SECRETS: ResourceType = ResourceType {
     namespaced: true,
     status: false,
     scale: false,
-    required: &[],
     short_names: &[],
 };
 
@@ -58,7 +54,6 @@ pub static CONFIG_MAPS: ResourceType = ResourceType {
     namespaced: true,
     status: false,
     scale: false,
-    required: &[],
     short_names: &["cm"],
 };
 
@@ -71,7 +66,6 @@ pub static HOSTED_CLUSTERS: ResourceType = ResourceType {
     namespaced: true,
     status: true,
     scale: false,
-    required: &["spec.release.image", "spec.platform.type", "spec.infraID"],
     short_names: &["hc", "hcs"],
 };
 
@@ -84,7 +78,6 @@ pub static NODE_POOLS: ResourceType = ResourceType {
     namespaced: true,
     status: true,
     scale: true,
-    required: &["spec.clusterName", "spec.platform.type"],
     short_names: &["np", "nps"],
 };
 

@@ -257,20 +257,6 @@ impl Store {
             .collect()
     }
 
-    fn check_required(rt: &ResourceType, name: &str, object: &Value) -> Result<()> {
-        let missing: Vec<String> = rt
-            .required
-            .iter()
-            .filter(|path| at(object, path).is_none_or(|v| v.is_null() || v == ""))
-            .map(|path| format!("{path}: Required value"))
-            .collect();
-        if missing.is_empty() {
-            Ok(())
-        } else {
-            Err(ApiError::invalid(&rt.qualified(), name, &missing))
-        }
-    }
-
     fn check_namespace(&self, rt: &ResourceType, namespace: Option<&str>) -> Result<()> {
         if !rt.namespaced {
             return Ok(());
@@ -325,7 +311,6 @@ impl Store {
                 )));
             }
         }
-        Self::check_required(rt, &name, &object)?;
         self.check_namespace(rt, namespace)?;
         let key = Key::new(rt, namespace, &name);
         if self.objects.contains_key(&key) {
@@ -406,7 +391,6 @@ impl Store {
                         }
                     }
                 }
-                Self::check_required(rt, name, &object)?;
                 object
             }
             Part::Status => {

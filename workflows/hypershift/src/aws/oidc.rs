@@ -33,7 +33,8 @@ pub struct OidcDocuments {
 /// The signing key of a cluster's service-account tokens.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SigningKey {
-    /// The private key, PKCS#8 PEM, sealed.
+    /// The private key, PKCS#8 PEM, sealed (the Secret writer hands it to the operator
+    /// as PKCS#1).
     pub private_key: Sealed<String>,
     /// The public key, SubjectPublicKeyInfo PEM.
     pub public_key_pem: String,

@@ -67,7 +67,16 @@ async fn kubectl_applies_waits_scales_and_deletes() {
         text
     };
     // kubectl is blocking: run it off the runtime's threads.
-    let manifest = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: clusters\n---\napiVersion: hypershift.openshift.io/v1beta1\nkind: HostedCluster\nmetadata:\n  name: demo\n  namespace: clusters\nspec:\n  infraID: demo-abcde\n  release:\n    image: quay.io/ocp-release:4.17.0\n  platform:\n    type: AWS\n---\napiVersion: hypershift.openshift.io/v1beta1\nkind: NodePool\nmetadata:\n  name: demo-a\n  namespace: clusters\nspec:\n  clusterName: demo\n  replicas: 0\n  platform:\n    type: AWS\n";
+    let mut hc = hosted_cluster("demo");
+    hc["metadata"]["namespace"] = serde_json::json!("clusters");
+    let mut pool = node_pool("demo-a", "demo", 0);
+    pool["metadata"]["namespace"] = serde_json::json!("clusters");
+    let manifest = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: clusters\n---\n{}---\n{}",
+        serde_yaml::to_string(&hc).unwrap(),
+        serde_yaml::to_string(&pool).unwrap()
+    );
+    let manifest = manifest.as_str();
     tokio::task::block_in_place(|| {
         let applied = run(
             &["apply", "--server-side", "--field-manager=test", "-f", "-"],

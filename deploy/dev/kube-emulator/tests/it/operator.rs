@@ -64,7 +64,11 @@ async fn annotations_make_the_cluster_fail_the_pool_stall_and_the_deletion_hang(
                                                "hcpflow.io/emulator-deletion-hangs": "true"});
     post(&emu, HC, &broken).await;
     let path = format!("{HC}/broken");
-    let degraded = until(&emu, &path, |_, hc| is(hc, "Degraded", "True")).await;
+    let degraded = until(&emu, &path, |_, hc| {
+        condition(hc, "Available").is_some_and(|c| c["reason"] == "EtcdQuorumLost")
+    })
+    .await;
+    assert!(is(&degraded, "Degraded", "True"));
     let available = condition(&degraded, "Available").unwrap();
     assert_eq!(
         (available["status"].as_str(), available["reason"].as_str()),
@@ -107,5 +111,88 @@ async fn annotations_make_the_cluster_fail_the_pool_stall_and_the_deletion_hang(
     let (status, hanging) = get(&emu, &path).await;
     assert_eq!(status, 200, "the deletion hangs");
     assert!(hanging["metadata"]["deletionTimestamp"].is_string());
+    emu.stop();
+}
+
+/// What the hypershift-operator refuses, the emulator refuses with the same condition:
+/// an API server published by Route without a hostname, and a signing key in PKCS#8
+/// form. Once both are fixed, the cluster rolls out — Degraded while it does.
+#[tokio::test]
+async fn a_configuration_the_operator_refuses_is_invalid_until_fixed() {
+    use base64::Engine;
+    let emu = emulator().await;
+    post(&emu, "/api/v1/namespaces", &namespace("clusters")).await;
+    let pem = |label: &str, der: &[u8]| {
+        let body = base64::engine::general_purpose::STANDARD.encode(der);
+        let text = format!("-----BEGIN {label}-----\n{body}\n-----END {label}-----\n");
+        base64::engine::general_purpose::STANDARD.encode(text)
+    };
+    let mut ints = Vec::new();
+    for v in [0u8, 11, 3, 7, 5, 3, 1, 1, 2] {
+        ints.extend([0x02, 1, v]);
+    }
+    let mut pkcs1 = vec![0x30, ints.len() as u8];
+    pkcs1.extend(&ints);
+    let mut info = vec![0x02, 1, 0, 0x30, 2, 0x05, 0x00, 0x04, pkcs1.len() as u8];
+    info.extend(&pkcs1);
+    let mut pkcs8 = vec![0x30, info.len() as u8];
+    pkcs8.extend(info);
+    let secrets = "/api/v1/namespaces/clusters/secrets";
+    let key_secret = |der: &[u8], label: &str| {
+        json!({"metadata": {"name": "strict-sa-token-issuer-key"},
+               "data": {"key": pem(label, der)}})
+    };
+    post(&emu, secrets, &key_secret(&pkcs8, "PRIVATE KEY")).await;
+
+    let mut hc = hosted_cluster("strict");
+    hc["spec"]["platform"]["aws"]["endpointAccess"] = json!("Private");
+    hc["spec"]["services"][0]["servicePublishingStrategy"] = json!({"type": "Route"});
+    hc["spec"]["issuerURL"] = json!("https://oidc.s3.us-east-1.amazonaws.com/strict-abcde");
+    hc["spec"]["serviceAccountSigningKey"] = json!({"name": "strict-sa-token-issuer-key"});
+    let (status, _) = post(&emu, HC, &hc).await;
+    assert_eq!(status, 201);
+    let path = format!("{HC}/strict");
+    let refused = until(&emu, &path, |_, hc| is(hc, "ValidConfiguration", "False")).await;
+    let valid = condition(&refused, "ValidConfiguration").unwrap();
+    assert_eq!(valid["reason"], "InvalidConfiguration");
+    assert_eq!(
+        valid["message"],
+        "[invalid service account signing key: cannot decode private key in secret \
+         strict-sa-token-issuer-key: x509: failed to parse private key (use \
+         ParsePKCS8PrivateKey instead for this key format), if serviceType is 'APIServer' \
+         and publishing strategy is 'Route', then hostname must be set]"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let (_, still) = get(&emu, &path).await;
+    assert!(
+        is(&still, "Available", "False"),
+        "nothing rolls out: {still}"
+    );
+
+    put(
+        &emu,
+        &format!("{secrets}/strict-sa-token-issuer-key"),
+        &key_secret(&pkcs1, "RSA PRIVATE KEY"),
+    )
+    .await;
+    let services = json!({"spec": {"services": [
+        {"service": "APIServer", "servicePublishingStrategy": {"type": "LoadBalancer"}},
+        {"service": "OAuthServer", "servicePublishingStrategy": {"type": "Route"}},
+        {"service": "Konnectivity", "servicePublishingStrategy": {"type": "Route"}},
+        {"service": "Ignition", "servicePublishingStrategy": {"type": "Route"}},
+    ]}});
+    let (status, _) = patch(
+        &emu,
+        &path,
+        "application/merge-patch+json",
+        &services.to_string(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let rolling = until(&emu, &path, |_, hc| is(hc, "Degraded", "True")).await;
+    assert!(is(&rolling, "ValidConfiguration", "True"), "{rolling}");
+    assert!(is(&rolling, "Available", "False"));
+    let available = until(&emu, &path, |_, hc| is(hc, "Available", "True")).await;
+    assert!(is(&available, "Degraded", "False"), "{available}");
     emu.stop();
 }

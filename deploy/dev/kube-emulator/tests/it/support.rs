@@ -160,12 +160,43 @@ pub(crate) fn namespace(name: &str) -> Value {
     serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 }
 
+/// A Public AWS HostedCluster the operator accepts: the services published as its
+/// `validateAWSConfig` requires, no service-account signing key of its own.
 pub(crate) fn hosted_cluster(name: &str) -> Value {
+    let infra = format!("{name}-abcde");
+    let role = |suffix: &str| format!("arn:aws:iam::123456789012:role/{infra}-{suffix}");
+    let route = serde_json::json!({"type": "Route"});
     serde_json::json!({
         "apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedCluster",
         "metadata": {"name": name},
-        "spec": {"infraID": format!("{name}-abcde"), "release": {"image": "quay.io/ocp-release:4.17.0"},
-                 "platform": {"type": "AWS"}},
+        "spec": {
+            "infraID": infra,
+            "release": {"image": "quay.io/ocp-release:4.17.0"},
+            "pullSecret": {"name": format!("{name}-pull-secret")},
+            "networking": {"networkType": "OVNKubernetes",
+                           "machineNetwork": [{"cidr": "10.0.0.0/16"}],
+                           "clusterNetwork": [{"cidr": "10.132.0.0/14"}],
+                           "serviceNetwork": [{"cidr": "172.31.0.0/16"}]},
+            "dns": {"baseDomain": "example.com"},
+            "platform": {"type": "AWS", "aws": {
+                "region": "us-east-1", "endpointAccess": "Public",
+                "rolesRef": {
+                    "ingressARN": role("openshift-ingress"),
+                    "imageRegistryARN": role("openshift-image-registry"),
+                    "storageARN": role("aws-ebs-csi-driver-controller"),
+                    "networkARN": role("cloud-network-config-controller"),
+                    "kubeCloudControllerARN": role("cloud-controller"),
+                    "nodePoolManagementARN": role("node-pool"),
+                    "controlPlaneOperatorARN": role("control-plane-operator"),
+                },
+            }},
+            "services": [
+                {"service": "APIServer", "servicePublishingStrategy": {"type": "LoadBalancer"}},
+                {"service": "OAuthServer", "servicePublishingStrategy": route},
+                {"service": "Konnectivity", "servicePublishingStrategy": route},
+                {"service": "Ignition", "servicePublishingStrategy": route},
+            ],
+        },
     })
 }
 
@@ -173,7 +204,11 @@ pub(crate) fn node_pool(name: &str, cluster: &str, replicas: i64) -> Value {
     serde_json::json!({
         "apiVersion": "hypershift.openshift.io/v1beta1", "kind": "NodePool",
         "metadata": {"name": name},
-        "spec": {"clusterName": cluster, "replicas": replicas, "platform": {"type": "AWS"}},
+        "spec": {"clusterName": cluster, "replicas": replicas,
+                 "release": {"image": "quay.io/ocp-release:4.17.0"},
+                 "management": {"upgradeType": "Replace"},
+                 "platform": {"type": "AWS", "aws": {"instanceType": "m5.large",
+                              "subnet": {"id": "subnet-0abc"}}}},
     })
 }
 

@@ -1,0 +1,52 @@
+//! What the API server does to a HostedCluster or NodePool before it stores one: the
+//! CRD's structural schema (see [`crate::schema`]) prunes unknown fields, or refuses
+//! them when the request asks for strict field validation, and refuses invalid ones.
+//!
+//! `fieldValidation` as a real API server reads it: `Strict` fails the request on an
+//! unknown field; `Warn` — the default when a request does not say — and `Ignore` drop
+//! it. Invalid values are refused in every mode.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::error::{ApiError, Result};
+use crate::resources::ResourceType;
+use crate::schema::{self, FieldValidation};
+
+/// The request's `fieldValidation`.
+pub fn field_validation(params: &HashMap<String, String>) -> Result<FieldValidation> {
+    match params.get("fieldValidation").map(String::as_str) {
+        None | Some("Warn") => Ok(FieldValidation::Warn),
+        Some("Strict") => Ok(FieldValidation::Strict),
+        Some("Ignore") => Ok(FieldValidation::Ignore),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "fieldValidation must be one of \"Ignore\", \"Warn\" or \"Strict\", not {other:?}"
+        ))),
+    }
+}
+
+/// Checks (and prunes) `object` of type `rt` as the API server would before a write.
+pub fn admit(rt: &ResourceType, directive: &FieldValidation, object: &mut Value) -> Result<()> {
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let checked = schema::check(rt.kind, object);
+    if matches!(directive, FieldValidation::Strict) && !checked.unknown.is_empty() {
+        let fields: Vec<String> = checked
+            .unknown
+            .iter()
+            .map(|path| format!("unknown field \"{path}\""))
+            .collect();
+        return Err(ApiError::bad_request(format!(
+            "strict decoding error: {}",
+            fields.join(", ")
+        )));
+    }
+    if !checked.invalid.is_empty() {
+        return Err(ApiError::invalid(&rt.qualified(), &name, &checked.invalid));
+    }
+    Ok(())
+}
