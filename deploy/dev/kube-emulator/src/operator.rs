@@ -306,7 +306,7 @@ impl Operator {
                 ));
                 // Components roll out with unavailable replicas: the control plane
                 // reports itself degraded until they are up, as the real one does.
-                let rolling_out = !available && api_up;
+                let rolling_out = !available && steps > 0;
                 conditions.push(if rolling_out {
                     condition(
                         "Degraded",
