@@ -14,16 +14,10 @@ use crate::error::{ApiError, Result};
 use crate::resources::ResourceType;
 use crate::schema::{self, FieldValidation};
 
-/// The request's `fieldValidation`.
+/// The request's `fieldValidation`; an unsupported value is a bad request.
 pub fn field_validation(params: &HashMap<String, String>) -> Result<FieldValidation> {
-    match params.get("fieldValidation").map(String::as_str) {
-        None | Some("Warn") => Ok(FieldValidation::Warn),
-        Some("Strict") => Ok(FieldValidation::Strict),
-        Some("Ignore") => Ok(FieldValidation::Ignore),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "fieldValidation must be one of \"Ignore\", \"Warn\" or \"Strict\", not {other:?}"
-        ))),
-    }
+    FieldValidation::from_query(params.get("fieldValidation").map(String::as_str))
+        .map_err(ApiError::bad_request)
 }
 
 /// Checks (and prunes) `object` of type `rt` as the API server would before a write.
