@@ -7,7 +7,9 @@
 #   replay-tests/record-goldens.sh [CASE...]
 #
 # Cases: create, scale, destroy, rolled-back, resumed (the default: all five), and
-# scale-patched (run after a `patched` change to scale_node_pool). Needs `make dev-up`
+# scale-patched (run after a `patched` change to scale_node_pool), and
+# operator-privatelink (a create and destroy since the HyperShift operators own
+# PrivateLink; `create` and `destroy` stay the histories recorded before). Needs `make dev-up`
 # and a built `hcpflow` (cargo build -p hcpflow-workers). Tests never run this: they
 # replay what it recorded.
 set -euo pipefail
@@ -71,6 +73,13 @@ if wants create || wants scale || wants destroy || wants scale-patched; then
   fi
   id=$("$hcpflow" cluster destroy "$name" -o json | field '["workflow_id"]')
   wants destroy && export_to "$id" destroy_hosted_cluster/destroy.jsonl
+fi
+
+if wants operator-privatelink; then
+  create=$("$hcpflow" cluster create -f "$spec" -o json | field '["workflow_id"]')
+  export_to "$create" create_hosted_cluster/three-zones-operator-privatelink.jsonl
+  id=$("$hcpflow" cluster destroy "$name" -o json | field '["workflow_id"]')
+  export_to "$id" destroy_hosted_cluster/destroy-operator-privatelink.jsonl
 fi
 
 if wants rolled-back; then

@@ -19,6 +19,11 @@ Control API (JSON):
   GET    /_fault/log?key=K       the actions K sent, in order: [{"action", "fault"}]
   DELETE /_fault/log?key=K       clears K's log
   GET    /_fault/health          {"ok": true}
+
+One moto deviation is corrected on the way back, so the code under test sees what AWS
+sends: moto 5 lists a new zone's SOA record with the value `{'Value': '<soa>'}` (a
+Python dict turned into text) instead of `<soa>`; Route53 ListResourceRecordSets
+answers are given the plain value.
 """
 
 import argparse
@@ -33,6 +38,10 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CREDENTIAL = re.compile(r"Credential=([^/]+)/[^/]+/[^/]+/([^/]+)/")
+RECORD_SETS = re.compile(r"^/2013-04-01/hostedzone/[^/]+/rrset")
+QUOTE = "(?:'|&#x27;|&#39;|&apos;)"
+DICT_VALUE = re.compile(
+    r"<Value>\{" + QUOTE + "Value" + QUOTE + r": " + QUOTE + r"(.*?)" + QUOTE + r"\}</Value>")
 THROTTLE_CODES = {"ec2": ("RequestLimitExceeded", 503), "s3": ("SlowDown", 503)}
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
               "proxy-authorization", "proxy-authenticate", "host", "content-length"}
@@ -190,6 +199,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(502, json.dumps({"error": f"moto unreachable: {error}"}))
         finally:
             connection.close()
+        if method == "GET" and RECORD_SETS.match(self.path):
+            data = DICT_VALUE.sub(lambda m: "<Value>" + m.group(1) + "</Value>",
+                                  data.decode("utf-8")).encode("utf-8")
         self.send_response(response.status)
         for name, value in response.getheaders():
             if name.lower() not in HOP_BY_HOP:

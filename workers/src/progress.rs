@@ -65,6 +65,8 @@ pub struct Progress {
     pub workflow_type: Option<String>,
     pub created: usize,
     pub deleted: usize,
+    /// Objects another owner made (the HyperShift operators), seen by a step.
+    pub observed: usize,
     pub retries: usize,
     pub compensations: usize,
     pub events: u64,
@@ -114,11 +116,11 @@ impl Progress {
                 }
                 Vec::new()
             }
-            "ResourceCreated" | "ResourceDeleted" => {
-                if kind == "ResourceCreated" {
-                    self.created += 1;
-                } else {
-                    self.deleted += 1;
+            "ResourceCreated" | "ResourceDeleted" | "ResourceObserved" => {
+                match kind {
+                    "ResourceCreated" => self.created += 1,
+                    "ResourceDeleted" => self.deleted += 1,
+                    _ => self.observed += 1,
                 }
                 let step = data["activity_seq"].as_u64().unwrap_or_default();
                 if let Some(id) = data["resource"]["id"].as_str() {

@@ -274,7 +274,7 @@ impl Journal {
 fn wakes(events: &[Event]) -> bool {
     events.iter().any(|event| match event {
         Event::ActivityFailed(failed) => failed.retry_at.is_none(),
-        Event::ResourceCreated(_) | Event::ResourceDeleted(_) => false,
+        Event::ResourceCreated(_) | Event::ResourceDeleted(_) | Event::ResourceObserved(_) => false,
         other => !other.is_command(),
     })
 }

@@ -94,6 +94,12 @@ impl Timeline {
                         row.resources.push(format!("-{}", r.resource.id));
                     }
                 }
+                Event::ResourceObserved(r) => {
+                    if let Some(row) = rows.get_mut(&r.activity_seq.get()) {
+                        row.resources
+                            .push(format!("={} ({})", r.resource.id, r.owner));
+                    }
+                }
                 Event::RollbackStarted(r) => rollback = Some((at(event), r.cause.to_string())),
                 _ => {}
             }

@@ -230,6 +230,14 @@ pub fn history_line(entry: &Value) -> String {
             data["activity_seq"],
             data["attempt"]
         ),
+        "ResourceObserved" => format!(
+            "{} {} owned by {} (seq {} attempt {})",
+            plain(&data["resource"]["kind"]),
+            plain(&data["resource"]["id"]),
+            plain(&data["owner"]),
+            data["activity_seq"],
+            data["attempt"]
+        ),
         "TimerStarted" => format!("{} ms", data["duration_ms"]),
         "SignalReceived" => plain(&data["name"]),
         _ => String::new(),

@@ -23,6 +23,8 @@ pub struct AwsSettings {
 pub struct AwsClients {
     pub region: String,
     pub ec2: aws_sdk_ec2::Client,
+    /// Classic load balancers: what a guest's LoadBalancer Services get by default.
+    pub elb: aws_sdk_elasticloadbalancing::Client,
     pub elbv2: aws_sdk_elasticloadbalancingv2::Client,
     pub iam: aws_sdk_iam::Client,
     pub route53: aws_sdk_route53::Client,
@@ -55,6 +57,7 @@ impl AwsClients {
         Self {
             region: settings.region.clone(),
             ec2: aws_sdk_ec2::Client::new(&sdk),
+            elb: aws_sdk_elasticloadbalancing::Client::new(&sdk),
             elbv2: aws_sdk_elasticloadbalancingv2::Client::new(&sdk),
             iam: aws_sdk_iam::Client::new(&sdk),
             route53: aws_sdk_route53::Client::new(&sdk),

@@ -5,8 +5,10 @@ use std::sync::Arc;
 
 use hcpflow_engine::{Activity, ActivityFailure, Keyring};
 use hcpflow_hypershift::aws::dns::*;
+use hcpflow_hypershift::aws::guest::*;
 use hcpflow_hypershift::aws::iam::*;
 use hcpflow_hypershift::aws::network::*;
+use hcpflow_hypershift::aws::observed_privatelink::*;
 use hcpflow_hypershift::aws::oidc::*;
 use hcpflow_hypershift::aws::prerequisites::*;
 use hcpflow_hypershift::aws::privatelink::*;
@@ -16,7 +18,9 @@ use serde_json::Value;
 
 use crate::clients::AwsClients;
 use crate::scope::Scope;
-use crate::{ec2, iam, oidc, prerequisites, privatelink, route53, sweep};
+use crate::{
+    ec2, guest, iam, observed_privatelink, oidc, prerequisites, privatelink, route53, sweep,
+};
 
 /// The AWS activities of one process: its clients, and the seal keys the signing-key
 /// activity seals with.
@@ -94,6 +98,11 @@ activities! {
     CreateInterfaceEndpoint => |aws, scope, r| privatelink::interface_endpoint::create_interface_endpoint(&aws.clients, scope, &r);
     Delete<InterfaceEndpoint> => |aws, scope, r| privatelink::interface_endpoint::delete_interface_endpoint(&aws.clients, scope, &r.0);
     WaitEndpointZone => |aws, _scope, r| privatelink::interface_endpoint::wait_endpoint_zone(&aws.clients, &r);
+    CheckZoneCoverage => |aws, _scope, r| observed_privatelink::coverage::check_zone_coverage(&aws.clients, &r);
+    WaitPrivateLinkZone => |aws, scope, r| observed_privatelink::endpoints::wait_privatelink_zone(&aws.clients, scope, &r);
+    WaitPrivateLinkRecords => |aws, scope, r| observed_privatelink::records::wait_privatelink_records(&aws.clients, scope, &r);
+    AwaitPrivateLinkRemoved => |aws, _scope, r| observed_privatelink::removal::await_privatelink_removed(&aws.clients, &r);
+    DeleteGuestResources => |aws, scope, r| guest::delete_guest_resources(&aws.clients, scope, &r);
     FindLeftovers => |aws, _scope, r| sweep::find_leftovers(&aws.clients, &r);
 }
 
@@ -118,6 +127,6 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), super::TYPES.len());
         assert!(names.iter().all(|n| n.starts_with("aws.")));
-        assert_eq!(names.len(), 40);
+        assert_eq!(names.len(), 45);
     }
 }

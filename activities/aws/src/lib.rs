@@ -9,8 +9,14 @@
 //! - [`policies`], [`roles`], [`network_plan`], [`naming`]: the data they are built on —
 //!   IAM policy documents (`policies/*.json`) with this cluster's zone ids as
 //!   parameters, the seven operator roles, the per-zone subnet plan, names and tags;
-//! - [`route53`], [`oidc`], [`iam`], [`privatelink`]: the zones and records, the OIDC
-//!   signing key and documents, the OIDC provider and roles, and PrivateLink;
+//! - [`route53`], [`oidc`], [`iam`]: the zones and records, the OIDC signing key and
+//!   documents, the OIDC provider and roles;
+//! - [`observed_privatelink`]: PrivateLink as the HyperShift operators build it — the
+//!   zone coverage check before, the per-zone observation after, the removal check;
+//!   [`privatelink`]: the one hcpflow built itself before, kept for recorded histories;
+//! - [`guest`]: what the guest cluster left (load balancers, volumes, the registry
+//!   bucket, security groups, the public `*.apps` record), deleted by tag after the
+//!   HostedCluster as `hypershift destroy infra` does;
 //! - [`sweep`]: everything AWS still holds of an infra id.
 //!
 //! Every create finds what an earlier attempt made before creating ([`lookup`]); every
@@ -20,8 +26,10 @@ pub mod clients;
 pub mod dispatch;
 pub mod ec2;
 pub mod error;
+pub mod guest;
 pub mod iam;
 pub mod lookup;
+pub mod observed_privatelink;
 pub mod oidc;
 pub mod policies;
 pub mod poll;

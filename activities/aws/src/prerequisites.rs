@@ -16,12 +16,24 @@ fn missing(what: String) -> ActivityFailure {
     )
 }
 
-/// Errors: a permanent `OidcBucketMissing` or `MissingPrerequisite` naming what is
-/// missing; AWS errors classified as usual.
+/// Errors: a permanent `RegionMismatch` when the cluster's region is not the one these
+/// clients call (everything would be made in the wrong region, and the HostedCluster
+/// would name a region its VPC is not in); a permanent `OidcBucketMissing` or
+/// `MissingPrerequisite` naming what is missing; AWS errors classified as usual.
 pub async fn check_prerequisites(
     aws: &AwsClients,
     request: &CheckPrerequisites,
 ) -> Result<Prerequisites, ActivityFailure> {
+    if let Some(region) = request.region.as_deref().filter(|r| *r != aws.region) {
+        return Err(ActivityFailure::permanent(
+            "RegionMismatch",
+            format!(
+                "the cluster's region is {region}, but this hcpflow's AWS activities call {}: \
+                 create it through workers configured for {region} (AWS_REGION)",
+                aws.region
+            ),
+        ));
+    }
     crate::oidc::documents::check_bucket(aws, &request.oidc_bucket).await?;
     let region = aws
         .s3

@@ -1,4 +1,7 @@
-//! PrivateLink from the guest VPC to the hosted control plane (hypershift-aws.md §5):
+//! PrivateLink as hcpflow built it before the HyperShift operators owned it (kept so the
+//! compensations recorded by those creates still run; new creates observe the
+//! operators' instead: [`crate::observed_privatelink`]). From the guest VPC to the
+//! hosted control plane (hypershift-aws.md §5):
 //! in the management VPC an internal NLB and a VPC endpoint service; in the guest VPC a
 //! security group and one interface endpoint with one subnet in every availability
 //! zone, checked and waited for per zone, by zone id (zone names differ between

@@ -7,6 +7,9 @@
 //!   DHCP options, endpoint services): by the cluster tag. NAT gateways are listed and
 //!   their tags compared here: moto ignores tag filters on them.
 //! - ELBv2 load balancers and target groups: listed, tags read in batches of 20.
+//! - What the guest makes (`crate::guest::find`): instances and volumes by the cluster
+//!   tag, classic load balancers (tags read in batches of 20), the
+//!   `<infra-id>-image-registry-…` buckets by name.
 //! - IAM: the eight roles and the instance profile by their exact names, the OIDC
 //!   provider by its exact issuer path.
 //! - Route53: private zones carrying the cluster tag.
@@ -31,6 +34,7 @@ pub async fn find_leftovers(
     let mut found = Vec::new();
     ec2(aws, &request.infra_id, &mut found).await?;
     elbv2(aws, &request.infra_id, &mut found).await?;
+    found.extend(crate::guest::find::guest_only(aws, &request.infra_id).await?);
     iam(aws, request, &mut found).await?;
     route53(aws, &request.infra_id, &mut found).await?;
     if let Some(bucket) = &request.oidc_bucket {
@@ -204,6 +208,16 @@ async fn ec2(
         }
     }
     Ok(())
+}
+
+/// The v2 load balancers and target groups tagged for the infra id.
+pub(crate) async fn elbv2_tagged(
+    aws: &AwsClients,
+    infra_id: &str,
+) -> Result<Vec<Leftover>, ActivityFailure> {
+    let mut found = Vec::new();
+    elbv2(aws, infra_id, &mut found).await?;
+    Ok(found)
 }
 
 async fn elbv2(

@@ -10,11 +10,12 @@ use hcpflow_hypershift::kube::hosted_cluster::*;
 use hcpflow_hypershift::kube::leftovers::*;
 use hcpflow_hypershift::kube::namespace::*;
 use hcpflow_hypershift::kube::node_pool::*;
+use hcpflow_hypershift::kube::private_platform::*;
 use hcpflow_hypershift::kube::secrets::*;
 use hcpflow_hypershift::Delete;
 use serde_json::Value;
 
-use crate::{hosted_cluster, leftovers, namespace, node_pool, secrets};
+use crate::{hosted_cluster, leftovers, namespace, node_pool, private_platform, secrets};
 
 /// How often waits look, and how long a delete waits for finalizers per attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +106,8 @@ activities! {
     Delete<Secrets> => |kube, ledger, r| secrets::delete_secrets(kube, &r.0, ledger);
     CreateHostedCluster => |kube, ledger, r| hosted_cluster::create_hosted_cluster(kube, &r, ledger);
     WaitHostedClusterAvailable => |kube, _ledger, r| hosted_cluster::wait_available(kube, &r);
+    WaitHostedClusterCondition => |kube, _ledger, r| hosted_cluster::wait_condition(kube, &r);
+    CheckPrivatePlatform => |kube, _ledger, r| private_platform::check_private_platform(kube, &r);
     Delete<HostedCluster> => |kube, ledger, r| hosted_cluster::delete_hosted_cluster(kube, &r.0, ledger);
     ApplyNodePool => |kube, ledger, r| node_pool::apply_node_pool(kube, &r, ledger);
     GetNodePool => |kube, _ledger, r| node_pool::get_node_pool(kube, &r);
@@ -123,6 +126,6 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), super::TYPES.len());
         assert!(names.iter().all(|n| n.starts_with("kube.")));
-        assert_eq!(names.len(), 13);
+        assert_eq!(names.len(), 15);
     }
 }

@@ -1,18 +1,20 @@
 //! The HostedCluster: created, never force-applied (the operator edits parts of its
-//! spec); waited on until Available; deleted once the operator's finalizer lets go.
+//! spec); waited on until Available; annotated for cloud cleanup and deleted, done once
+//! the operator's finalizer lets go.
 
 use hcpflow_engine::{ActivityFailure, Ledger};
 use hcpflow_hypershift::kube::hosted_cluster::{
-    CreateHostedCluster, HostedCluster, HostedClusterAvailable, WaitHostedClusterAvailable,
+    CreateHostedCluster, HostedCluster, HostedClusterAvailable, HostedClusterCondition,
+    WaitHostedClusterAvailable, WaitHostedClusterCondition,
 };
 use hcpflow_hypershift::kube::{ObjectRef, INFRA_LABEL};
-use kube::api::DynamicObject;
+use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::{Api, ResourceExt};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::delete::delete_custom_object;
 use crate::dispatch::KubeActivities;
-use crate::error::{failure, is_already_exists};
+use crate::error::{failure, is_already_exists, is_not_found};
 use crate::manifest;
 use crate::resources::{hosted_clusters, object_ledger_ref, FIELD_MANAGER};
 use crate::wait::{conditions, find, poll, Look};
@@ -166,12 +168,89 @@ pub async fn wait_available(
     .await
 }
 
-/// Deletes the HostedCluster and waits until its finalizer is gone.
+/// Waits until the operators' condition `request.condition` is True.
+///
+/// Errors: one of [`UNHEALABLE_CONDITIONS`] `False` is a permanent
+/// `HostedCluster<reason>` failure at once; after `timeout_secs` a permanent `Timeout`
+/// with the condition as the operator last reported it (say `AWSEndpointAvailable=False
+/// (AWSError): failed to create vpc endpoint: UnauthorizedOperation`); a HostedCluster
+/// that is gone, permanent `NotFound`.
+pub async fn wait_condition(
+    kube: &KubeActivities,
+    request: &WaitHostedClusterCondition,
+) -> Result<HostedClusterCondition, ActivityFailure> {
+    let api = api(kube, &request.namespace);
+    let what = format!("HostedCluster {}/{}", request.namespace, request.name);
+    poll(
+        &format!("{what}: {} is not True", request.condition),
+        std::time::Duration::from_secs(request.timeout_secs),
+        kube.timing.poll_interval,
+        || async {
+            let object = api
+                .get_opt(&request.name)
+                .await
+                .map_err(|e| failure(&format!("reading {what}"), e))?
+                .ok_or_else(|| {
+                    ActivityFailure::permanent("NotFound", format!("{what} does not exist"))
+                })?;
+            let conditions = conditions(object.data.get("status"));
+            if let Some(refused) = conditions
+                .iter()
+                .find(|c| c.status == "False" && UNHEALABLE_CONDITIONS.contains(&c.kind.as_str()))
+            {
+                return Err(ActivityFailure::permanent(
+                    format!("HostedCluster{}", refused.reason),
+                    format!("the operator refuses {what}: {refused}"),
+                ));
+            }
+            Ok(match find(&conditions, &request.condition) {
+                Some(condition) if condition.is_true() => Look::Done(HostedClusterCondition {
+                    condition: condition.kind.clone(),
+                    reason: condition.reason.clone(),
+                    message: condition.message.clone(),
+                }),
+                Some(condition) => Look::Waiting(condition.to_string()),
+                None => Look::Waiting(format!(
+                    "the operator has not reported {} yet",
+                    request.condition
+                )),
+            })
+        },
+    )
+    .await
+}
+
+/// The annotation that asks the operator to remove, with the cluster, what the guest
+/// made in AWS (its load balancers, volumes, image-registry bucket) and the default
+/// security group — set by `hypershift destroy cluster` before its delete.
+pub const CLEANUP_CLOUD_RESOURCES: &str = "hypershift.openshift.io/cleanup-cloud-resources";
+
+/// Asks the operator to clean up the guest's cloud resources
+/// ([`CLEANUP_CLOUD_RESOURCES`]), then deletes the HostedCluster and waits until its
+/// finalizer is gone. A HostedCluster already gone is done.
 pub async fn delete_hosted_cluster(
     kube: &KubeActivities,
     cluster: &HostedCluster,
     ledger: &Ledger,
 ) -> Result<(), ActivityFailure> {
+    let api = api(kube, &cluster.object.namespace);
+    let what = format!(
+        "HostedCluster {}/{}",
+        cluster.object.namespace, cluster.object.name
+    );
+    let annotate = json!({"metadata": {"annotations": {CLEANUP_CLOUD_RESOURCES: "true"}}});
+    match api
+        .patch(
+            &cluster.object.name,
+            &PatchParams::default(),
+            &Patch::Merge(&annotate),
+        )
+        .await
+    {
+        Ok(_) => {}
+        Err(e) if is_not_found(&e) => return Ok(()),
+        Err(e) => return Err(failure(&format!("annotating {what} for cleanup"), e)),
+    }
     delete_custom_object(
         kube,
         &hosted_clusters(),

@@ -9,6 +9,7 @@
 //! - [`error`]: Kubernetes errors classified once into retryable and permanent failures;
 //! - [`manifest`]: the HostedCluster and NodePool documents, built from a request;
 //! - [`namespace`], [`secrets`], [`hosted_cluster`], [`node_pool`]: the activities;
+//!   [`private_platform`]: whether the operator is installed for private clusters;
 //!   [`signing_key`]: the service-account key in the PKCS#1 form the operator parses;
 //! - [`wait`], [`delete`]: polling for a condition, and delete-until-gone;
 //! - [`leftovers`]: what the cluster still holds of an infra id (destroy's last check);
@@ -26,6 +27,7 @@ pub mod leftovers;
 pub mod manifest;
 pub mod namespace;
 pub mod node_pool;
+pub mod private_platform;
 pub mod resources;
 pub mod secrets;
 pub mod signing_key;

@@ -250,21 +250,30 @@ async fn ledger_rows_are_written_with_the_append() {
         resource_id: resource.into(),
         region: Some("us-east-1".into()),
         cluster: Some(cluster.clone()),
+        owner: None,
+    };
+    let observed = LedgerEntry {
+        action: LedgerAction::Observed,
+        kind: "ec2:vpc-endpoint".into(),
+        owner: Some("hypershift".into()),
+        ..entry(LedgerAction::Observed, "vpce-1")
     };
     store
         .append(
             AppendBatch::new(id.clone(), Seq::new(2).unwrap(), vec![event(2)]).with_ledger(vec![
                 entry(LedgerAction::Created, "vpc-1"),
                 entry(LedgerAction::Deleted, "vpc-1"),
+                observed.clone(),
             ]),
         )
         .await
         .unwrap();
     let rows = store.ledger_for_workflow(&id).await.unwrap();
-    assert_eq!(rows.len(), 2);
+    assert_eq!(rows.len(), 3);
     assert_eq!(rows[0].entry, entry(LedgerAction::Created, "vpc-1"));
     assert_eq!(rows[1].entry.action, LedgerAction::Deleted);
-    assert_eq!(store.ledger_for_cluster(&cluster).await.unwrap().len(), 2);
+    assert_eq!(rows[2].entry, observed);
+    assert_eq!(store.ledger_for_cluster(&cluster).await.unwrap().len(), 3);
 
     // A conflicting append writes no ledger row.
     let lost = store
@@ -274,7 +283,7 @@ async fn ledger_rows_are_written_with_the_append() {
         )
         .await;
     assert!(matches!(lost, Err(Error::Conflict { .. })));
-    assert_eq!(store.ledger_for_workflow(&id).await.unwrap().len(), 2);
+    assert_eq!(store.ledger_for_workflow(&id).await.unwrap().len(), 3);
 }
 
 #[tokio::test]

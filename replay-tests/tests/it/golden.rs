@@ -35,10 +35,12 @@ fn the_required_cases_are_recorded() {
         .collect();
     for required in [
         "create_hosted_cluster/three-zones-private-link.jsonl",
+        "create_hosted_cluster/three-zones-operator-privatelink.jsonl",
         "create_hosted_cluster/rolled-back.jsonl",
         "create_hosted_cluster/resumed-after-crash.jsonl",
         "scale_node_pool/scale-up.jsonl",
         "destroy_hosted_cluster/destroy.jsonl",
+        "destroy_hosted_cluster/destroy-operator-privatelink.jsonl",
     ] {
         assert!(
             names.iter().any(|n| n == required),
@@ -73,6 +75,47 @@ fn the_cases_are_what_their_names_say() {
             .count()
             == 6
     );
+
+    // Since the operators own PrivateLink: nothing of it created by us, each zone's
+    // interface of both endpoints observed as theirs, and a destroy that checks it is gone.
+    let operators = load_case("create_hosted_cluster/three-zones-operator-privatelink.jsonl");
+    assert_eq!(operators.header.status, "completed");
+    let report = replay(
+        catalog.registry(),
+        &operators.workflow_id,
+        &operators.history,
+    );
+    assert!(report.divergence.is_none(), "{:?}", report.divergence);
+    let ours = [
+        "aws.create_load_balancer",
+        "aws.create_endpoint_service",
+        "aws.create_endpoint_security_group",
+        "aws.create_interface_endpoint",
+    ];
+    assert!(
+        !report
+            .ledger
+            .iter()
+            .any(|l| ours.iter().any(|step| l.step.starts_with(step))),
+        "no load balancer, endpoint service or endpoint of ours: {:?}",
+        report.ledger
+    );
+    let interfaces = report
+        .ledger
+        .iter()
+        .filter(|l| l.action == "observed" && l.kind == "ec2:network-interface")
+        .count();
+    assert_eq!(interfaces, 3 * 2, "{:?}", report.ledger);
+    for step in [
+        "aws.await_privatelink_removed",
+        "aws.delete_guest_resources",
+    ] {
+        assert!(
+            report.destroy_would_run.iter().any(|s| s.starts_with(step)),
+            "{step} not in {:?}",
+            report.destroy_would_run
+        );
+    }
 
     let rolled_back = load_case("create_hosted_cluster/rolled-back.jsonl");
     assert_eq!(rolled_back.header.status, "compensated");

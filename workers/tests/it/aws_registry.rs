@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use hcpflow_aws::{AwsActivities, AwsClients, AwsSettings};
-use hcpflow_engine::{IdempotencyKey, Seq, WorkflowId};
+use hcpflow_engine::{IdempotencyKey, Noted, Seq, WorkflowId};
 use hcpflow_workers::activities::{ActivityInput, Ledger};
 use serde_json::json;
 
@@ -57,9 +57,12 @@ async fn aws_activities_run_by_type_name_with_the_attempts_key_and_ledger() {
     assert_eq!(vpc, again);
     let noted = ledger.take();
     assert_eq!(noted.len(), 1);
-    assert!(noted[0].0);
-    assert_eq!(noted[0].1.kind, "ec2:vpc");
-    assert_eq!(noted[0].1.cluster.as_deref(), Some(infra_id.as_str()));
+    assert!(matches!(noted[0], Noted::Created(_)));
+    assert_eq!(noted[0].resource().kind, "ec2:vpc");
+    assert_eq!(
+        noted[0].resource().cluster.as_deref(),
+        Some(infra_id.as_str())
+    );
     let vpc_id = vpc["vpc_id"].as_str().unwrap().to_owned();
     let direct = AwsClients::connect(&settings(moto)).await;
     let found = direct
@@ -77,7 +80,7 @@ async fn aws_activities_run_by_type_name_with_the_attempts_key_and_ledger() {
         delete(attempt(3, vpc.clone(), &ledger)).await.unwrap(),
         json!(null)
     );
-    assert!(!ledger.take()[0].0);
+    assert!(matches!(ledger.take()[0], Noted::Deleted(_)));
     assert!(direct
         .ec2
         .describe_vpcs()

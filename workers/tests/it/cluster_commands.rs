@@ -4,7 +4,8 @@
 //! list, audit — and nothing left in moto or the emulator.
 
 use crate::cluster_support::{
-    cluster_name, cluster_stack, holdings, prerequisites, server_with_key, Holdings, ZONES,
+    cluster_name, cluster_stack, holdings, prerequisites, server_with_key, wait_for_guest,
+    Holdings, ZONES,
 };
 use crate::support::{output_json, output_text, run_cli, unique};
 
@@ -61,6 +62,7 @@ async fn the_cluster_commands_drive_a_cluster_through_its_life() {
         output_json(&run_cli(&server, &["cluster", "create", "-f", file, "-o", "json"]).await);
     assert_eq!(created["status"], "completed", "{created}");
     let infra_id = created["output"]["infra_id"].as_str().unwrap().to_owned();
+    wait_for_guest(moto, &infra_id).await;
     let held = holdings(moto, kube, &name, &infra_id, &pre).await;
     assert_eq!(held, Holdings::one_cluster());
 

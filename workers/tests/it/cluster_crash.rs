@@ -11,7 +11,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::cluster_support::{
-    cluster_name, cluster_stack, create_input, holdings, prerequisites, server_with_key, Holdings,
+    cluster_name, cluster_stack, create_input, holdings, prerequisites, server_with_key,
+    wait_for_guest, Holdings,
 };
 use crate::support::{say, unique, Server};
 
@@ -117,6 +118,7 @@ async fn two_clusters_survive_kill_9_during_create_and_destroy() {
     }
     let one_of_everything = Holdings::one_cluster();
     for (name, infra_id) in names.iter().zip(&infra_ids) {
+        wait_for_guest(&stack.moto, infra_id).await;
         assert_eq!(
             holdings(&stack.moto, &stack.kube, name, infra_id, &pre).await,
             one_of_everything,

@@ -14,7 +14,8 @@ use crate::support::{env_value, say, stack, unique, Server};
 pub(crate) const ZONES: [&str; 3] = ["us-east-1a", "us-east-1b", "us-east-1c"];
 
 /// Prerequisites a platform team has before any cluster: the OIDC bucket, the public
-/// zone of the base domain, and the management VPC with a subnet in every zone.
+/// zone of the base domain, and the management cluster's VPC with a subnet in every
+/// zone (the stack's: the emulated operators put their load balancers there).
 pub(crate) struct Prerequisites {
     pub(crate) bucket: String,
     pub(crate) base_domain: String,
@@ -38,27 +39,13 @@ pub(crate) async fn prerequisites(moto: &AwsClients, tag: &str) -> Prerequisites
         .send()
         .await
         .unwrap();
-    let vpc = moto
-        .ec2
-        .create_vpc()
-        .cidr_block("10.200.0.0/16")
-        .send()
-        .await
-        .unwrap();
-    let management_vpc = vpc.vpc().unwrap().vpc_id().unwrap().to_owned();
-    let mut management_subnets = Vec::new();
-    for (index, zone) in ZONES.iter().enumerate() {
-        let subnet = moto
-            .ec2
-            .create_subnet()
-            .vpc_id(&management_vpc)
-            .availability_zone(*zone)
-            .cidr_block(format!("10.200.{}.0/24", index))
-            .send()
-            .await
-            .unwrap();
-        management_subnets.push(subnet.subnet().unwrap().subnet_id().unwrap().to_owned());
-    }
+    let management_vpc = std::env::var("HCPFLOW_MANAGEMENT_VPC_ID")
+        .expect("HCPFLOW_MANAGEMENT_VPC_ID: the stack's management network (make dev-up)");
+    let management_subnets = std::env::var("HCPFLOW_MANAGEMENT_SUBNET_IDS")
+        .expect("HCPFLOW_MANAGEMENT_SUBNET_IDS: the stack's management network (make dev-up)")
+        .split(',')
+        .map(str::to_owned)
+        .collect();
     Prerequisites {
         bucket,
         base_domain,
@@ -101,7 +88,19 @@ pub(crate) struct Holdings {
     pub(crate) public_subnets: usize,
     pub(crate) nat_gateways: usize,
     pub(crate) elastic_ips: usize,
+    /// Made by the operators: endpoints × their subnets, the endpoints' and the default
+    /// security groups, the endpoint services (management side) and the local records.
     pub(crate) interface_endpoint_subnets: usize,
+    pub(crate) endpoint_security_groups: usize,
+    pub(crate) default_security_groups: usize,
+    pub(crate) endpoint_services: usize,
+    pub(crate) privatelink_records: usize,
+    /// Made by the guest: load balancers (classic and v2), volumes, the registry
+    /// bucket, the load balancer's security group (tagged `<infra>` owned).
+    pub(crate) guest_load_balancers: usize,
+    pub(crate) guest_volumes: usize,
+    pub(crate) guest_buckets: usize,
+    pub(crate) guest_security_groups: usize,
     pub(crate) gateway_endpoints: usize,
     pub(crate) roles: usize,
     pub(crate) oidc_providers: usize,
@@ -181,7 +180,39 @@ pub(crate) async fn holdings(
                 _ => {}
             }
         }
+        let groups = moto
+            .ec2
+            .describe_security_groups()
+            .filters(filter("vpc-id", vpc_id))
+            .send()
+            .await
+            .unwrap();
+        for group in groups.security_groups() {
+            let name = group.group_name().unwrap_or_default();
+            if name.starts_with(&format!("{infra_id}-vpce-")) {
+                held.endpoint_security_groups += 1;
+            } else if name == format!("{infra_id}-default-sg") {
+                held.default_security_groups += 1;
+            } else if name.starts_with("k8s-") {
+                held.guest_security_groups += 1;
+            }
+        }
     }
+    let owned_tag = format!("kubernetes.io/cluster/{infra_id}");
+    held.endpoint_services = moto
+        .ec2
+        .describe_vpc_endpoint_service_configurations()
+        .send()
+        .await
+        .unwrap()
+        .service_configurations()
+        .iter()
+        .filter(|s| s.tags().iter().any(|t| t.key() == Some(owned_tag.as_str())))
+        .filter(|s| {
+            !s.service_state()
+                .is_some_and(|state| state.as_str().eq_ignore_ascii_case("deleted"))
+        })
+        .count();
     held.elastic_ips = moto
         .ec2
         .describe_addresses()
@@ -191,6 +222,10 @@ pub(crate) async fn holdings(
         .unwrap()
         .addresses()
         .len();
+    let guest = guest_holdings(moto, infra_id).await;
+    held.guest_load_balancers = guest.0;
+    held.guest_volumes = guest.1;
+    held.guest_buckets = guest.2;
     let roles = moto.iam.list_roles().max_items(1000).send().await.unwrap();
     held.roles = roles
         .roles()
@@ -227,6 +262,18 @@ pub(crate) async fn holdings(
         }
         if zone.name() == format!("{name}.hypershift.local.") {
             held.local_zones += 1;
+            let records = moto
+                .route53
+                .list_resource_record_sets()
+                .hosted_zone_id(zone.id())
+                .send()
+                .await
+                .unwrap();
+            held.privatelink_records += records
+                .resource_record_sets()
+                .iter()
+                .filter(|r| r.r#type().as_str() == "CNAME")
+                .count();
         }
     }
     let namespace = format!("ns-{name}");
@@ -245,8 +292,92 @@ pub(crate) async fn holdings(
     held
 }
 
+/// The guest's load balancers (classic and v2), volumes and registry buckets of
+/// `infra_id`, from their tags and names.
+pub(crate) async fn guest_holdings(moto: &AwsClients, infra_id: &str) -> (usize, usize, usize) {
+    let tag = format!("kubernetes.io/cluster/{infra_id}");
+    let mut load_balancers = 0;
+    let classic = moto.elb.describe_load_balancers().send().await.unwrap();
+    for lb in classic.load_balancer_descriptions() {
+        let name = lb.load_balancer_name().unwrap();
+        let tags = moto
+            .elb
+            .describe_tags()
+            .load_balancer_names(name)
+            .send()
+            .await
+            .unwrap();
+        if tags
+            .tag_descriptions()
+            .iter()
+            .flat_map(|d| d.tags())
+            .any(|t| t.key() == tag.as_str())
+        {
+            load_balancers += 1;
+        }
+    }
+    let v2 = moto.elbv2.describe_load_balancers().send().await.unwrap();
+    for lb in v2.load_balancers() {
+        let tags = moto
+            .elbv2
+            .describe_tags()
+            .resource_arns(lb.load_balancer_arn().unwrap())
+            .send()
+            .await
+            .unwrap();
+        if tags
+            .tag_descriptions()
+            .iter()
+            .flat_map(|d| d.tags())
+            .any(|t| t.key() == Some(tag.as_str()))
+        {
+            load_balancers += 1;
+        }
+    }
+    let volumes = moto
+        .ec2
+        .describe_volumes()
+        .filters(filter(&format!("tag:{tag}"), "owned"))
+        .send()
+        .await
+        .unwrap()
+        .volumes()
+        .len();
+    let buckets = moto
+        .s3
+        .list_buckets()
+        .send()
+        .await
+        .unwrap()
+        .buckets()
+        .iter()
+        .filter(|b| {
+            b.name()
+                .is_some_and(|n| n.starts_with(&format!("{infra_id}-image-registry-")))
+        })
+        .count();
+    (load_balancers, volumes, buckets)
+}
+
+/// Waits (up to 20 s) until the guest has made its load balancers, volume and registry
+/// bucket: the emulated guest makes them once the NodePools are ready, at its own pace.
+pub(crate) async fn wait_for_guest(moto: &AwsClients, infra_id: &str) {
+    for _ in 0..100 {
+        let (load_balancers, volumes, buckets) = guest_holdings(moto, infra_id).await;
+        if load_balancers >= 2 && volumes >= 1 && buckets >= 1 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    panic!("the guest of {infra_id} made no load balancers, volume or registry bucket");
+}
+
 impl Holdings {
-    /// One 3-zone PublicAndPrivate cluster with three NodePools: exactly one of each.
+    /// One 3-zone PublicAndPrivate (or Private) cluster with three NodePools: one of
+    /// each of ours; of the operators', two endpoints (private router, API server) with a
+    /// subnet in each zone, their security groups, services and records; of the guest's,
+    /// its ingress and workload load balancers, a volume, the registry bucket and the
+    /// ingress load balancer's security group.
     pub(crate) fn one_cluster() -> Self {
         Holdings {
             vpcs: 1,
@@ -254,7 +385,15 @@ impl Holdings {
             public_subnets: 3,
             nat_gateways: 3,
             elastic_ips: 3,
-            interface_endpoint_subnets: 3,
+            interface_endpoint_subnets: 6,
+            endpoint_security_groups: 2,
+            default_security_groups: 1,
+            endpoint_services: 2,
+            privatelink_records: 2,
+            guest_load_balancers: 2,
+            guest_volumes: 1,
+            guest_buckets: 1,
+            guest_security_groups: 1,
             gateway_endpoints: 1,
             roles: 8,
             oidc_providers: 1,

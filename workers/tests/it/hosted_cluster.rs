@@ -1,6 +1,7 @@
 //! The HyperShift workflows end to end, through a real `hcpflow server` against the
 //! stack's moto (behind the fault proxy) and Kubernetes emulator: create a 3-zone
-//! PublicAndPrivate cluster, scale a NodePool, destroy it, and create the name again.
+//! PublicAndPrivate cluster, scale a NodePool, destroy it, and create the name again;
+//! a 3-zone Private cluster with the operators' PrivateLink, created and destroyed.
 
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::cluster_support::{
     cluster_name, cluster_stack, create_input, holdings, hypershift, prerequisites,
-    server_with_key, Holdings, ZONES,
+    server_with_key, wait_for_guest, Holdings, ZONES,
 };
 use crate::support::unique;
 
@@ -52,6 +53,7 @@ async fn a_cluster_is_created_scaled_and_destroyed_leaving_nothing() {
         infra_id.starts_with(&format!("{name}-")) && infra_id.len() <= 27,
         "{infra_id}"
     );
+    wait_for_guest(moto, &infra_id).await;
     let held = holdings(moto, kube, &name, &infra_id, &pre).await;
     assert_eq!(held, Holdings::one_cluster());
     // The OIDC documents are the issuer's.
@@ -160,4 +162,143 @@ async fn a_cluster_is_created_scaled_and_destroyed_leaving_nothing() {
     let _ = server
         .wait_terminal(&format!("{prefix}-recreate"), Duration::from_secs(300))
         .await;
+}
+
+/// A 3-zone Private cluster: the operators build PrivateLink, the create observes it per
+/// zone (recorded in the ledger as theirs), and the destroy leaves nothing, theirs
+/// included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_private_cluster_gets_the_operators_privatelink_in_every_zone() {
+    let Some(stack) =
+        cluster_stack("a_private_cluster_gets_the_operators_privatelink_in_every_zone").await
+    else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let (moto, kube) = (&stack.moto, &stack.kube);
+    let tag = unique("pv").to_lowercase();
+    let pre = prerequisites(moto, &tag).await;
+    let prefix = unique("pvt");
+    let server = server_with_key(&stack, &prefix, &format!("{prefix}-key")).await;
+    let name = cluster_name("pv");
+    let mut input = create_input(&name, &pre, 1);
+    input["endpoint_access"] = json!("Private");
+
+    let create_id = format!("{prefix}-create");
+    let reply = server
+        .start_workflow("create_hosted_cluster", &create_id, input)
+        .await;
+    assert_eq!(reply["ok"], true, "{reply}");
+    let status = server
+        .wait_terminal(&create_id, Duration::from_secs(300))
+        .await;
+    let described = server
+        .api("describe", json!({"workflow_id": create_id}))
+        .await;
+    assert_eq!(status, "completed", "{described}");
+    let output = &described["workflow"]["output"];
+    let infra_id = output["infra_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        output["privatelink"],
+        Value::Null,
+        "we build none of our own"
+    );
+    let observed = &output["observed_privatelink"];
+    assert_eq!(observed["zones"].as_array().unwrap().len(), 3, "{observed}");
+    assert_eq!(
+        observed["zone_ids"].as_array().unwrap().len(),
+        3,
+        "{observed}"
+    );
+    let records: Vec<&str> = observed["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[0].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        records,
+        [
+            format!("api.{name}.hypershift.local"),
+            format!("*.apps.{name}.hypershift.local")
+        ]
+    );
+    wait_for_guest(moto, &infra_id).await;
+    assert_eq!(
+        holdings(moto, kube, &name, &infra_id, &pre).await,
+        Holdings::one_cluster()
+    );
+    // Each zone's interface of each endpoint, the endpoints and the records: observed,
+    // owned by HyperShift.
+    let history = server
+        .api("history", json!({"workflow_id": create_id, "limit": 1000}))
+        .await;
+    let observed_events: Vec<&Value> = history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "ResourceObserved")
+        .collect();
+    assert_eq!(observed_events.len(), 3 * 2 + 2 + 2, "{observed_events:?}");
+    assert!(observed_events
+        .iter()
+        .all(|e| e["data"]["owner"] == "hypershift"));
+
+    // A volume the operator's cleanup will not know of (a guest PV made late, say):
+    // the destroy deletes it by its tag, as `hypershift destroy infra` does.
+    let late = moto
+        .ec2
+        .create_volume()
+        .availability_zone("us-east-1b")
+        .size(1)
+        .tag_specifications(
+            aws_sdk_ec2::types::TagSpecification::builder()
+                .resource_type(aws_sdk_ec2::types::ResourceType::Volume)
+                .tags(
+                    aws_sdk_ec2::types::Tag::builder()
+                        .key(format!("kubernetes.io/cluster/{infra_id}"))
+                        .value("owned")
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let late = late.volume_id().unwrap().to_owned();
+
+    let destroy_id = format!("{prefix}-destroy");
+    server
+        .start_workflow(
+            "destroy_hosted_cluster",
+            &destroy_id,
+            json!({"cluster": name}),
+        )
+        .await;
+    let status = server
+        .wait_terminal(&destroy_id, Duration::from_secs(300))
+        .await;
+    let described = server
+        .api("describe", json!({"workflow_id": destroy_id}))
+        .await;
+    assert_eq!(status, "completed", "{described}");
+    let volumes = moto.ec2.describe_volumes().volume_ids(&late).send().await;
+    assert!(
+        volumes.as_ref().map_or(true, |v| v.volumes().is_empty()),
+        "{volumes:?}"
+    );
+    assert!(described["workflow"]["output"]["undone"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t == "aws.await_privatelink_removed"));
+    assert!(described["workflow"]["output"]["undone"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t == "aws.delete_guest_resources"));
+    assert_eq!(
+        holdings(moto, kube, &name, &infra_id, &pre).await,
+        Holdings::default()
+    );
 }

@@ -57,9 +57,12 @@ async fn kube_activities_run_by_type_name_against_the_emulator() {
     );
     let noted = ledger.take();
     assert_eq!(noted.len(), 1);
-    assert_eq!(noted[0].1.kind, "kube:Namespace");
-    assert_eq!(noted[0].1.provider, "kubernetes");
-    assert_eq!(noted[0].1.cluster.as_deref(), Some(infra_id.as_str()));
+    assert_eq!(noted[0].resource().kind, "kube:Namespace");
+    assert_eq!(noted[0].resource().provider, "kubernetes");
+    assert_eq!(
+        noted[0].resource().cluster.as_deref(),
+        Some(infra_id.as_str())
+    );
     let namespaces: Api<Namespace> = Api::all(client);
     let found = namespaces.get(&namespace).await.unwrap();
     assert_eq!(

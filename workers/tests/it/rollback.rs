@@ -1,7 +1,8 @@
 //! A create that fails in any phase rolls back everything it made: the status is
 //! `compensated`, moto and the emulator hold nothing of the cluster, and the name is
 //! free again. AWS phases fail through the fault proxy, the control plane and the
-//! NodePools through the emulator's annotations.
+//! NodePools through the emulator's annotations, PrivateLink by a management cluster
+//! that does not cover a zone and by an operator role that may not make endpoints.
 
 use std::time::Duration;
 
@@ -19,7 +20,7 @@ async fn create_and_expect_rollback(
     pre: &Prerequisites,
     case: &str,
     mut input: serde_json::Value,
-) {
+) -> String {
     let name = input["name"].as_str().unwrap().to_owned();
     input["node_pools"] = json!([input["node_pools"][0].clone()]);
     let id = format!("{}-{case}", server.prefix);
@@ -49,6 +50,40 @@ async fn create_and_expect_rollback(
         "{case} ({error}) left something"
     );
     println!("{case}: compensated after {error}");
+    error
+}
+
+/// As soon as the create has written the control-plane-operator role, an administrator
+/// denies it `ec2:CreateVpcEndpoint` (an inline policy of its own, as a guardrail
+/// would): the operator then cannot make the PrivateLink endpoint.
+async fn deny_endpoints_to_the_operator(stack: &ClusterStack, infra_id: &str) {
+    let role = format!("{infra_id}-control-plane-operator");
+    let deny = json!({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Deny", "Action": "ec2:CreateVpcEndpoint", "Resource": "*"}]});
+    for _ in 0..3000 {
+        let policies = stack
+            .moto
+            .iam
+            .list_role_policies()
+            .role_name(&role)
+            .send()
+            .await;
+        if policies.is_ok_and(|p| !p.policy_names().is_empty()) {
+            stack
+                .moto
+                .iam
+                .put_role_policy()
+                .role_name(&role)
+                .policy_name("deny-vpc-endpoints")
+                .policy_document(deny.to_string())
+                .send()
+                .await
+                .unwrap();
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the create never made {role}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -68,11 +103,6 @@ async fn a_failure_in_any_phase_rolls_back_everything() {
         ("network", "CreateNatGateway", "InvalidParameterValue"),
         ("oidc", "CreateOpenIDConnectProvider", "InvalidInput"),
         ("iam", "CreateInstanceProfile", "InvalidInput"),
-        (
-            "privatelink",
-            "CreateVpcEndpointServiceConfiguration",
-            "InvalidParameter",
-        ),
     ] {
         fail_action(&key, action, code).await;
         let input = create_input(&cluster_name(case), &pre, 1);
@@ -90,9 +120,34 @@ async fn a_failure_in_any_phase_rolls_back_everything() {
     let mut node_pool = create_input(&cluster_name("np"), &pre, 2);
     node_pool["node_pools"][0]["annotations"] = json!({"hcpflow.io/emulator-stall-at": "1"});
     node_pool["node_pool_timeout_secs"] = json!(3);
-    tokio::join!(
+    // The management cluster has no subnet in the third zone: refused before anything
+    // of the control plane is made.
+    let mut uncovered = create_input(&cluster_name("pl"), &pre, 1);
+    uncovered["management"]["subnet_ids"] = json!(pre.management_subnets[..2]);
+    // The operator may not create endpoints: its condition says so, the wait reports it.
+    let mut denied = create_input(&cluster_name("op"), &pre, 1);
+    let denied_infra_id = format!("{}-dny", denied["name"].as_str().unwrap());
+    denied["infra_id"] = json!(denied_infra_id);
+    denied["control_plane_timeout_secs"] = json!(20);
+    let (_, _, uncovered_error, (denied_error, ())) = tokio::join!(
         create_and_expect_rollback(&stack, &kube_server, &pre, "control-plane", control_plane),
         create_and_expect_rollback(&stack, &kube_server, &pre, "node-pool", node_pool),
+        create_and_expect_rollback(&stack, &kube_server, &pre, "privatelink-zones", uncovered),
+        async {
+            tokio::join!(
+                create_and_expect_rollback(&stack, &kube_server, &pre, "privatelink", denied),
+                deny_endpoints_to_the_operator(&stack, &denied_infra_id),
+            )
+        },
+    );
+    assert!(
+        uncovered_error.contains("ZoneNotCovered") && uncovered_error.contains("us-east-1c"),
+        "{uncovered_error}"
+    );
+    assert!(
+        denied_error.contains("AWSEndpointAvailable")
+            && denied_error.contains("UnauthorizedOperation"),
+        "the operator's condition is reported: {denied_error}"
     );
 }
 

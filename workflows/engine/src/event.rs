@@ -26,7 +26,7 @@ pub use activity::{ActivityCancelRequested, ActivityCompleted, ActivityFailed, A
 pub use child::{ChildCompleted, ChildStarted};
 pub use compensation::CompensationRegistered;
 pub use patch::PatchMarked;
-pub use resource::{ResourceCreated, ResourceDeleted, ResourceRef};
+pub use resource::{ResourceCreated, ResourceDeleted, ResourceObserved, ResourceRef};
 pub use side_effect::{SideEffectKind, SideEffectRecorded};
 pub use signal::SignalReceived;
 pub use timer::{TimerCancelled, TimerFired, TimerStarted};
@@ -127,6 +127,7 @@ event_kinds! {
     PatchMarked: command,
     ResourceCreated: input,
     ResourceDeleted: input,
+    ResourceObserved: input,
     CancelRequested: input,
     RollbackStarted: command,
     WorkflowCompleted: command,

@@ -167,7 +167,9 @@ pub fn pending_work(workflow_id: &WorkflowId, history: &[HistoryEvent]) -> Pendi
     work.workflow_task = history.iter().any(|e| {
         Some(e.seq) > last_command
             && match &e.event {
-                Event::ResourceCreated(_) | Event::ResourceDeleted(_) => false,
+                Event::ResourceCreated(_)
+                | Event::ResourceDeleted(_)
+                | Event::ResourceObserved(_) => false,
                 Event::ActivityFailed(failed) => failed.retry_at.is_none(),
                 other => !other.is_command(),
             }

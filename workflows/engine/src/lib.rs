@@ -51,7 +51,7 @@ pub use event::{Event, EventError, HistoryEvent};
 pub use executor::{run_workflow_task, TaskOutcome};
 pub use idempotency::IdempotencyKey;
 pub use ids::{IdError, Seq, WorkflowId};
-pub use ledger::Ledger;
+pub use ledger::{Ledger, Noted};
 pub use registry::{DuplicateWorkflowType, WorkflowRegistry};
 pub use retry::{ActivityOptions, RetryDecision, RetryPolicy};
 pub use sealed::{Keyring, SealError, Sealed};

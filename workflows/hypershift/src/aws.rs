@@ -3,8 +3,10 @@
 //! create's result, wrapped in [`Delete`], is its compensation's request.
 
 pub mod dns;
+pub mod guest;
 pub mod iam;
 pub mod network;
+pub mod observed_privatelink;
 pub mod oidc;
 pub mod prerequisites;
 pub mod privatelink;

@@ -10,6 +10,7 @@ use hcpflow_engine::{Sealed, WorkflowContext, WorkflowError};
 use serde::{Deserialize, Serialize};
 
 use crate::aws::dns::{CreatePrivateZone, FindPublicZone, HostedZone};
+use crate::aws::guest::DeleteGuestResources;
 use crate::aws::iam::{
     CreateOidcProvider, CreateOperatorRole, CreateWorkerProfile, OidcProvider, Role, WorkerProfile,
     OPERATOR_ROLES,
@@ -28,11 +29,17 @@ use crate::kube::hosted_cluster::{CreateHostedCluster, WaitHostedClusterAvailabl
 use crate::kube::namespace::ApplyNamespace;
 use crate::kube::node_pool::{ApplyNodePool, ScaleNodePool, WaitNodePoolReady};
 use crate::kube::secrets::ApplySecrets;
-use crate::privatelink::{privatelink, PrivateLink};
+use crate::privatelink::{self, ObservedPrivateLink, PrivateLink};
 use crate::registry::{ClusterState, MarkCluster, RegisterCluster};
 use crate::{naming, network_plan, Delete};
 
 pub const TYPE: &str = "create_hosted_cluster";
+
+/// The patch after which a create checks its region is the AWS activities' region.
+const REGION_CHECKED: &str = "region-checked";
+
+/// The patch after which a create registers the deletion of what the guest leaves.
+const GUEST_RESOURCES_DELETED: &str = "guest-resources-deleted";
 
 pub type Input = CreateClusterInput<Sealed<String>>;
 
@@ -56,7 +63,11 @@ pub struct CreateOutput {
     /// The operator roles' ARNs by role suffix.
     pub role_arns: BTreeMap<String, String>,
     pub worker_instance_profile: String,
+    /// Built by hcpflow (histories from before the operators owned PrivateLink).
     pub privatelink: Option<PrivateLink>,
+    /// Built by the HyperShift operators, observed by the create.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_privatelink: Option<ObservedPrivateLink>,
     pub kubeconfig_secret: String,
     /// NodePool name → ready replicas.
     pub node_pools: BTreeMap<String, i32>,
@@ -115,8 +126,11 @@ async fn build(
             base_domain: input.base_domain.clone(),
         })
         .await?;
+    // Creates from before the region check replay without it.
+    let region = ctx.patched(REGION_CHECKED).then(|| input.region.clone());
     let prerequisites = ctx
         .activity(CheckPrerequisites {
+            region,
             oidc_bucket: input.oidc_bucket.clone(),
             management_vpc_id: (!input.is_public())
                 .then(|| input.management.as_ref().map(|m| m.vpc_id.clone()))
@@ -144,20 +158,28 @@ async fn build(
             .map(|(_, role)| role.arn.clone())
             .unwrap_or_default()
     };
-    let privatelink = match (&input.management, input.is_public()) {
-        (Some(management), false) => Some(
-            privatelink(
-                ctx,
-                infra_id,
-                input,
-                management,
-                &network,
-                &role_arn("control-plane-operator"),
-            )
-            .await?,
-        ),
-        _ => None,
-    };
+    // PrivateLink: the operators build it since the patch; before, we built our own.
+    let management = input.management.as_ref().filter(|_| !input.is_public());
+    let by_operator = management.is_some() && ctx.patched(privatelink::BY_OPERATOR);
+    let mut built = None;
+    let mut coverage = None;
+    if let Some(management) = management {
+        if by_operator {
+            coverage = Some(privatelink::check_coverage(ctx, input, management).await?);
+        } else {
+            built = Some(
+                privatelink::built_by_hcpflow(
+                    ctx,
+                    infra_id,
+                    input,
+                    management,
+                    &network,
+                    &role_arn("control-plane-operator"),
+                )
+                .await?,
+            );
+        }
+    }
 
     // The control plane.
     let namespace = ctx
@@ -178,6 +200,19 @@ async fn build(
         })
         .await?;
     ctx.on_rollback(Delete(secrets.clone()));
+    // Since the patch: after the HostedCluster's delete, whatever the guest left in AWS
+    // is deleted by tag, before the network it sits in.
+    if ctx.patched(GUEST_RESOURCES_DELETED) {
+        ctx.on_rollback(DeleteGuestResources {
+            infra_id: infra_id.to_owned(),
+            vpc_id: network.vpc_id.clone(),
+            public_zone_id: public_zone.zone_id.clone(),
+            apps_record: format!("*.apps.{}.{}", input.name, input.base_domain),
+        });
+    }
+    if by_operator {
+        privatelink::expect_removal(ctx, infra_id, input, &network);
+    }
     let first = &network.private_subnets[0];
     let hosted_cluster = ctx
         .activity(CreateHostedCluster {
@@ -215,7 +250,14 @@ async fn build(
         })
         .await?;
 
-    let node_pools = node_pools(ctx, input, infra_id, &network, &worker).await?;
+    apply_node_pools(ctx, input, infra_id, &network, &worker).await?;
+    let observed_privatelink = match coverage {
+        Some(coverage) => {
+            Some(privatelink::observe(ctx, infra_id, input, &network, coverage).await?)
+        }
+        None => None,
+    };
+    let node_pools = scale_out_node_pools(ctx, input).await?;
     ctx.activity(MarkCluster {
         create_workflow_id: ctx.workflow_id().to_string(),
         state: ClusterState::Ready,
@@ -253,7 +295,8 @@ async fn build(
             .map(|(suffix, role)| (suffix, role.arn))
             .collect(),
         worker_instance_profile: worker.instance_profile_name,
-        privatelink,
+        privatelink: built,
+        observed_privatelink,
         kubeconfig_secret: available.kubeconfig_secret,
         node_pools,
     })
@@ -461,15 +504,15 @@ async fn iam(
     Ok((roles, worker))
 }
 
-/// Every NodePool applied at 0 replicas (each with its compensation), then all scaled
-/// out in parallel and waited for.
-async fn node_pools(
+/// Every NodePool applied at 0 replicas, each with its compensation (their subnets tell
+/// the operator where the PrivateLink endpoint goes).
+async fn apply_node_pools(
     ctx: &WorkflowContext,
     input: &Input,
     infra_id: &str,
     network: &Network,
     worker: &WorkerProfile,
-) -> Result<BTreeMap<String, i32>, WorkflowError> {
+) -> Result<(), WorkflowError> {
     for pool in &input.node_pools {
         let subnet_id = network
             .private_subnets
@@ -494,6 +537,14 @@ async fn node_pools(
             .await?;
         ctx.on_rollback(Delete(applied));
     }
+    Ok(())
+}
+
+/// Every NodePool scaled out, in parallel, and waited for.
+async fn scale_out_node_pools(
+    ctx: &WorkflowContext,
+    input: &Input,
+) -> Result<BTreeMap<String, i32>, WorkflowError> {
     let timeout_secs = input
         .node_pool_timeout_secs
         .unwrap_or(DEFAULT_NODE_POOL_TIMEOUT_SECS);

@@ -1,6 +1,8 @@
 //! `destroy_hosted_cluster` `{"cluster"}`: find the live cluster in the registry, run
 //! what its create registered and has not undone, in dependency order (NodePools,
-//! HostedCluster, Secrets and Namespace, PrivateLink and its records, DNS zones, IAM,
+//! HostedCluster (annotated for cloud cleanup first), Secrets and Namespace, PrivateLink
+//! (the operators' gone, or our old one deleted) and what the guest left in AWS, DNS
+//! zones, IAM,
 //! OIDC, network), then look for anything of the infra id still in AWS or the
 //! management cluster. Nothing left: the name is released. Something left: the
 //! workflow fails naming it, and the name stays taken.
@@ -11,10 +13,12 @@ use hcpflow_engine::{Activity, WorkflowContext, WorkflowError};
 use serde::{Deserialize, Serialize};
 
 use crate::aws::dns::{Cname, HostedZone};
+use crate::aws::guest::DeleteGuestResources;
 use crate::aws::iam::{OidcProvider, Role, WorkerProfile};
 use crate::aws::network::{
     DhcpOptions, InternetGateway, NatGateway, RouteTable, S3Endpoint, Subnet, Vpc,
 };
+use crate::aws::observed_privatelink::AwaitPrivateLinkRemoved;
 use crate::aws::oidc::OidcDocuments;
 use crate::aws::privatelink::{EndpointService, InterfaceEndpoint, LoadBalancer, SecurityGroup};
 use crate::aws::sweep::{FindLeftovers, Leftover};
@@ -51,6 +55,8 @@ const PHASES: [&[&str]; 8] = [
         <Delete<Namespace> as Activity>::TYPE,
     ],
     &[
+        <AwaitPrivateLinkRemoved as Activity>::TYPE,
+        <DeleteGuestResources as Activity>::TYPE,
         <Delete<Cname> as Activity>::TYPE,
         <Delete<InterfaceEndpoint> as Activity>::TYPE,
         <Delete<SecurityGroup> as Activity>::TYPE,

@@ -10,6 +10,7 @@ pub mod hosted_cluster;
 pub mod leftovers;
 pub mod namespace;
 pub mod node_pool;
+pub mod private_platform;
 pub mod secrets;
 
 pub use crate::delete::Delete;

@@ -106,7 +106,7 @@ pub async fn check_zone_offer(
 }
 
 /// `(name, id)` of the named zones that exist.
-async fn zone_ids(
+pub(crate) async fn zone_ids(
     aws: &AwsClients,
     names: &[String],
 ) -> Result<Vec<(String, String)>, ActivityFailure> {

@@ -23,6 +23,82 @@ pub use hcpflow_hypershift::aws::dns::{CreatePrivateZone, HostedZone};
 
 pub const KIND: &str = "route53:hosted-zone";
 
+/// The SOA's last field — how long resolvers cache a "no such name" — as `hypershift
+/// create infra aws` sets it on its private zones (`setSOAMinimum`): 60 s instead of
+/// Route53's default day, so a name asked for before its record exists (`api.…` while
+/// the operator makes the endpoint) resolves a minute later, not a day later.
+pub const NEGATIVE_CACHE_TTL: &str = "60";
+
+/// Sets the zone's SOA negative-cache TTL to [`NEGATIVE_CACHE_TTL`] (an UPSERT of the
+/// SOA with that field changed: idempotent).
+async fn set_negative_cache_ttl(
+    aws: &AwsClients,
+    zone_id: &str,
+    name: &str,
+) -> Result<(), ActivityFailure> {
+    let listed = aws
+        .route53
+        .list_resource_record_sets()
+        .hosted_zone_id(zone_id)
+        .start_record_name(name)
+        .start_record_type(RrType::Soa)
+        .max_items(1)
+        .send()
+        .await
+        .map_err(|error| from_sdk(error).into_failure(true))?;
+    let Some(mut soa) = listed
+        .resource_record_sets()
+        .iter()
+        .find(|set| set.r#type() == &RrType::Soa && same_name(set.name(), name))
+        .cloned()
+    else {
+        // Route53 writes the SOA with the zone; a moment later it is there.
+        return Err(ActivityFailure::retryable(
+            "SoaNotFound",
+            format!("the SOA record of zone {name} ({zone_id}) is not listed yet"),
+        ));
+    };
+    let Some(value) = soa.resource_records().first().map(|r| r.value().to_owned()) else {
+        return Err(ActivityFailure::retryable(
+            "SoaNotFound",
+            format!("the SOA record of zone {name} ({zone_id}) has no value"),
+        ));
+    };
+    let mut fields: Vec<&str> = value.split(' ').collect();
+    if fields.len() != 7 {
+        return Err(ActivityFailure::permanent(
+            "UnexpectedSoa",
+            format!(
+                "the SOA record of zone {name} has {} fields, not 7: {value}",
+                fields.len()
+            ),
+        ));
+    }
+    if fields[6] == NEGATIVE_CACHE_TTL {
+        return Ok(());
+    }
+    fields[6] = NEGATIVE_CACHE_TTL;
+    let record = aws_sdk_route53::types::ResourceRecord::builder()
+        .value(fields.join(" "))
+        .build()
+        .map_err(|e| ActivityFailure::permanent("InvalidRecord", e.to_string()))?;
+    soa.resource_records = Some(vec![record]);
+    let change = Change::builder()
+        .action(ChangeAction::Upsert)
+        .resource_record_set(soa)
+        .build()
+        .and_then(|change| ChangeBatch::builder().changes(change).build())
+        .map_err(|e| ActivityFailure::permanent("InvalidChange", e.to_string()))?;
+    aws.route53
+        .change_resource_record_sets()
+        .hosted_zone_id(zone_id)
+        .change_batch(change)
+        .send()
+        .await
+        .map_err(|error| from_sdk(error).into_failure(true))?;
+    Ok(())
+}
+
 /// Creates the private zone, or finds the one an earlier attempt created, and tags it.
 ///
 /// # Guarantees
@@ -94,6 +170,7 @@ pub async fn create_private_zone(
         .send()
         .await
         .map_err(|error| from_sdk(error).into_failure(true))?;
+    set_negative_cache_ttl(aws, &zone_id, &request.name).await?;
     Ok(HostedZone {
         zone_id,
         name: request.name.clone(),

@@ -9,8 +9,11 @@
 #![allow(clippy::unwrap_used)]
 
 mod cluster;
+mod guest;
 mod network;
+mod observed_privatelink;
 mod oidc_iam;
+mod prerequisites;
 mod route53;
 mod support;
 mod vpc;

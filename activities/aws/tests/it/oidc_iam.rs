@@ -133,7 +133,7 @@ async fn oidc_documents_describe_the_recorded_key_and_a_missing_bucket_is_named(
     let deletions = log
         .take()
         .into_iter()
-        .filter(|(created, _)| !created)
+        .filter(|noted| matches!(noted, hcpflow_engine::Noted::Deleted(_)))
         .count();
     assert_eq!(deletions, 2, "each document deleted once in the ledger");
 }

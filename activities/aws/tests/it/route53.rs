@@ -76,6 +76,22 @@ async fn a_private_zone_is_made_once_tagged_and_emptied_before_it_is_deleted() {
         .unwrap();
     assert_eq!(zone.vpcs()[0].vpc_id(), Some(vpc.vpc_id.as_str()));
     assert!(zone.hosted_zone().unwrap().config().unwrap().private_zone());
+    // A name asked for before it exists is cached as absent for a minute, not a day.
+    let records = stack
+        .moto
+        .route53
+        .list_resource_record_sets()
+        .hosted_zone_id(&first.zone_id)
+        .send()
+        .await
+        .unwrap();
+    let soa = records
+        .resource_record_sets()
+        .iter()
+        .find(|r| r.r#type().as_str() == "SOA")
+        .unwrap();
+    let value = soa.resource_records()[0].value();
+    assert_eq!(value.split(' ').nth(6), Some("60"), "{value}");
     let tags = stack
         .moto
         .route53
@@ -117,8 +133,13 @@ async fn a_private_zone_is_made_once_tagged_and_emptied_before_it_is_deleted() {
     let noted: Vec<(bool, String)> = log
         .take()
         .into_iter()
-        .filter(|(_, r)| r.kind.starts_with("route53"))
-        .map(|(created, r)| (created, r.kind))
+        .filter(|noted| noted.resource().kind.starts_with("route53"))
+        .map(|noted| {
+            (
+                matches!(noted, hcpflow_engine::Noted::Created(_)),
+                noted.resource().kind.clone(),
+            )
+        })
         .collect();
     assert!(
         noted.contains(&(false, "route53:hosted-zone".into())),

@@ -3,7 +3,7 @@
 
 use hcpflow_aws::ec2::tags;
 use hcpflow_aws::ec2::vpc::{create_vpc, delete_vpc, CreateVpc, Vpc};
-use hcpflow_engine::Ledger;
+use hcpflow_engine::{Ledger, Noted};
 
 use crate::support::{stack, unique};
 
@@ -79,8 +79,11 @@ async fn a_vpc_created_twice_and_again_after_a_lost_result_is_one_vpc() {
     assert_eq!(noted.len(), 3);
     assert!(noted
         .iter()
-        .all(|(created, r)| *created && r.id == first.vpc_id && r.kind == "ec2:vpc"));
-    assert_eq!(noted[0].1.cluster.as_deref(), Some(infra_id.as_str()));
+        .all(|n| matches!(n, Noted::Created(r) if r.id == first.vpc_id && r.kind == "ec2:vpc")));
+    assert_eq!(
+        noted[0].resource().cluster.as_deref(),
+        Some(infra_id.as_str())
+    );
 
     delete_vpc(&stack.aws, &scope, &first).await.unwrap();
 }
@@ -103,7 +106,7 @@ async fn a_vpc_deleted_twice_is_gone_and_both_deletes_succeed() {
     let deleted: Vec<_> = log
         .take()
         .into_iter()
-        .filter(|(created, _)| !created)
+        .filter(|noted| matches!(noted, hcpflow_engine::Noted::Deleted(_)))
         .collect();
     assert_eq!(deleted.len(), 1, "only the delete that removed it notes it");
     // A VPC that never existed is as good as deleted.

@@ -77,7 +77,9 @@ fn hosted_cluster_input(
     json!({
         "infra_id": infra_id, "name": name, "namespace": ns,
         "release_image": "quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64",
-        "region": "us-east-1", "endpoint_access": "PublicAndPrivate",
+        // Public: this emulator runs without AWS, so its operator serves no private
+        // clusters (as one installed without --private-platform would refuse them).
+        "region": "us-east-1", "endpoint_access": "Public",
         "base_domain": "example.com", "public_zone_id": "ZPUB", "private_zone_id": "ZPRIV",
         "issuer_url": format!("https://oidc.s3.us-east-1.amazonaws.com/{infra_id}"),
         "vpc_id": "vpc-1", "vpc_cidr": "10.0.0.0/16", "zone": "us-east-1a",
@@ -378,6 +380,17 @@ async fn injected_failures_give_the_blocking_reason_a_timeout_and_a_retryable_ha
         "{}",
         failure.message
     );
+    // Before its delete it was asked to clean up the guest's cloud resources, as
+    // `hypershift destroy cluster` asks.
+    let held: Api<DynamicObject> =
+        Api::namespaced_with(stack.client.clone(), &ns, &hosted_clusters());
+    let held = held.get("bad").await.unwrap();
+    assert_eq!(
+        held.annotations()
+            .get("hypershift.openshift.io/cleanup-cloud-resources")
+            .map(String::as_str),
+        Some("true")
+    );
 
     // A NodePool that stalls at 1 of 3: a timeout with the Ready condition's reason.
     run(
@@ -481,4 +494,74 @@ async fn a_namespace_that_was_there_before_is_left_and_secrets_need_the_seal_key
         .unwrap()
         .items
         .is_empty());
+}
+
+/// The operator's private platform is read from its Deployment, as `hypershift install`
+/// leaves it: without `--private-platform=AWS` (this emulator's, started without AWS)
+/// refused naming the fix; with it but another region, refused naming that region.
+#[tokio::test]
+async fn the_private_platform_is_checked_on_the_operator_deployment() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::api::{Patch, PatchParams};
+
+    let stack = stack().await;
+    let check = |region: &str| json!({"region": region});
+    let refused = run(&stack, "kube.check_private_platform", check("us-east-1"))
+        .await
+        .unwrap_err();
+    assert!(!refused.retryable);
+    assert_eq!(refused.kind, "PrivatePlatformMissing");
+    assert!(
+        refused.message.contains("--private-platform=AWS")
+            && refused
+                .message
+                .contains("hypershift install --private-platform AWS"),
+        "{}",
+        refused.message
+    );
+
+    let deployments: Api<Deployment> = Api::namespaced(stack.client.clone(), "hypershift");
+    let mut operator = deployments.get("operator").await.unwrap();
+    let pod = operator.spec.template.spec.as_mut().unwrap();
+    let container = &mut pod.containers[0];
+    container
+        .args
+        .get_or_insert_with(Vec::new)
+        .push("--private-platform=AWS".into());
+    container.env = Some(
+        [
+            ("AWS_REGION", "us-east-2"),
+            ("AWS_SHARED_CREDENTIALS_FILE", "/etc/provider/credentials"),
+        ]
+        .iter()
+        .map(|(name, value)| k8s_openapi::api::core::v1::EnvVar {
+            name: (*name).into(),
+            value: Some((*value).into()),
+            ..Default::default()
+        })
+        .collect(),
+    );
+    operator.metadata.managed_fields = None;
+    deployments
+        .patch(
+            "operator",
+            &PatchParams::default(),
+            &Patch::Merge(&operator),
+        )
+        .await
+        .unwrap();
+    let elsewhere = run(&stack, "kube.check_private_platform", check("us-east-1"))
+        .await
+        .unwrap_err();
+    assert!(
+        elsewhere
+            .message
+            .contains("only supports private clusters in region us-east-2"),
+        "{}",
+        elsewhere.message
+    );
+    let served = run(&stack, "kube.check_private_platform", check("us-east-2"))
+        .await
+        .unwrap();
+    assert_eq!(served["region"], "us-east-2");
 }

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::resources::{ResourceType, ALL, HYPERSHIFT_GROUP, HYPERSHIFT_VERSION};
+use crate::resources::{ResourceType, ALL};
 
 pub fn version() -> Value {
     json!({
@@ -19,22 +19,40 @@ pub fn core_versions() -> Value {
            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]})
 }
 
-fn group_entry() -> Value {
-    let version = json!({"groupVersion": format!("{HYPERSHIFT_GROUP}/{HYPERSHIFT_VERSION}"), "version": HYPERSHIFT_VERSION});
-    json!({"name": HYPERSHIFT_GROUP, "versions": [version.clone()], "preferredVersion": version})
+/// The named API groups served, each with its one version, in the order of [`ALL`].
+fn served_groups() -> Vec<(&'static str, &'static str)> {
+    let mut groups: Vec<(&str, &str)> = Vec::new();
+    for rt in ALL.iter().filter(|rt| !rt.group.is_empty()) {
+        if !groups.contains(&(rt.group, rt.version)) {
+            groups.push((rt.group, rt.version));
+        }
+    }
+    groups
+}
+
+fn group_entry(group: &str, version: &str) -> Value {
+    let version = json!({"groupVersion": format!("{group}/{version}"), "version": version});
+    json!({"name": group, "versions": [version.clone()], "preferredVersion": version})
 }
 
 pub fn groups() -> Value {
-    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [group_entry()]})
+    let groups: Vec<Value> = served_groups()
+        .into_iter()
+        .map(|(group, version)| group_entry(group, version))
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
 pub fn group(name: &str) -> Option<Value> {
-    (name == HYPERSHIFT_GROUP).then(|| {
-        let mut entry = group_entry();
-        entry["kind"] = json!("APIGroup");
-        entry["apiVersion"] = json!("v1");
-        entry
-    })
+    served_groups()
+        .into_iter()
+        .find(|(group, _)| *group == name)
+        .map(|(group, version)| {
+            let mut entry = group_entry(group, version);
+            entry["kind"] = json!("APIGroup");
+            entry["apiVersion"] = json!("v1");
+            entry
+        })
 }
 
 const VERBS: [&str; 8] = [
@@ -93,10 +111,10 @@ pub fn resources(group: &str, version: &str) -> Option<Value> {
 /// skips client-side validation, for which the emulator has no schemas.
 pub fn openapi_root() -> Value {
     let mut paths = serde_json::Map::new();
-    for gv in [
-        "api/v1".to_owned(),
-        format!("apis/{HYPERSHIFT_GROUP}/{HYPERSHIFT_VERSION}"),
-    ] {
+    let named = served_groups()
+        .into_iter()
+        .map(|(group, version)| format!("apis/{group}/{version}"));
+    for gv in std::iter::once("api/v1".to_owned()).chain(named) {
         paths.insert(
             gv.clone(),
             json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash=emulator")}),

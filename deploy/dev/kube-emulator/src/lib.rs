@@ -1,13 +1,17 @@
 //! A Kubernetes API emulator for hcpflow's local stack, with a simulated HyperShift
 //! operator. No kube-apiserver can be installed on our machines; this serves the subset
 //! kube-rs and kubectl need (see the crate README in ARCHITECTURE.md): discovery,
-//! Namespaces, Secrets, ConfigMaps, HostedClusters and NodePools, with create, get,
-//! list, update, merge and JSON patch, server-side apply, status and scale
-//! subresources, finalizers, and watch.
+//! Namespaces, Secrets, ConfigMaps, Deployments, HostedClusters and NodePools, with
+//! create, get, list, update, merge and JSON patch, server-side apply, status and scale
+//! subresources, finalizers, and watch. Given an AWS endpoint (moto), the simulated
+//! operators also make in AWS what the real ones make for a HostedCluster — its default
+//! security group and PrivateLink — and remove it on deletion
+//! ([`operator::cloud`]).
 //!
 //! Where to start reading: [`store`] (objects and their metadata), [`http`] (routes and
 //! handlers), [`admission`] and [`schema`] (what the HyperShift CRDs accept), [`apply`]
-//! (field ownership), [`operator`] (the simulated operator).
+//! (field ownership), [`operator`] (the simulated operator), [`server`] (how it is
+//! started and installed).
 
 pub mod admission;
 pub mod apply;

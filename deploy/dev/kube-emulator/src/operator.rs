@@ -16,6 +16,18 @@
 //!   Available (Available=False and Degraded=True with that reason);
 //! - `hcpflow.io/emulator-stall-at: <n>` — the NodePool stops at n replicas;
 //! - `hcpflow.io/emulator-deletion-hangs: "true"` — the finalizer is never removed.
+//!
+//! The installation (`install`): the operator's Deployment as `hypershift install`
+//! writes it, with or without the AWS private platform; a HostedCluster that
+//! installation does not support gets `SupportedHostedCluster=False` and nothing rolls
+//! out. The cloud side (`cloud`), when the emulator has an AWS endpoint: what the
+//! operators make in AWS for a HostedCluster — the default security group and
+//! PrivateLink — and what the guest cluster makes once it has nodes (load balancers,
+//! a volume, the registry bucket, the public `*.apps` record), in its own loop; it owns
+//! the conditions in [`cloud::CONDITIONS`], and a deleted HostedCluster keeps its
+//! finalizer until the cloud side's cleanup is through — PrivateLink always, the default
+//! security group and the guest's resources only with
+//! `hypershift.openshift.io/cleanup-cloud-resources: "true"` ([`cloud::CLEANUP_CLOUD_RESOURCES`]).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -24,7 +36,9 @@ use base64::Engine;
 use chrono::{SecondsFormat, Utc};
 use serde_json::{json, Value};
 
+pub mod cloud;
 mod configuration;
+pub mod install;
 
 use crate::http::Shared;
 use crate::resources::{ResourceType, HOSTED_CLUSTERS, NODE_POOLS, SECRETS};
@@ -34,6 +48,8 @@ pub const FINALIZER: &str = "hypershift.openshift.io/finalizer";
 pub const FAIL_AVAILABLE: &str = "hcpflow.io/emulator-fail-available";
 pub const STALL_AT: &str = "hcpflow.io/emulator-stall-at";
 pub const DELETION_HANGS: &str = "hcpflow.io/emulator-deletion-hangs";
+/// `hyperv1.UnsupportedHostedClusterReason`.
+pub const UNSUPPORTED: &str = "UnsupportedHostedCluster";
 
 /// The conditions a HostedCluster gains, in order, before Available.
 pub const SEQUENCE: [&str; 9] = [
@@ -93,7 +109,8 @@ fn condition(kind: &str, status: bool, reason: &str, message: &str, generation: 
            "message": message, "lastTransitionTime": now(), "observedGeneration": generation})
 }
 
-/// Sets conditions, keeping lastTransitionTime of those whose status did not change.
+/// Sets conditions, keeping lastTransitionTime of those whose status did not change,
+/// and the conditions the cloud side owns ([`cloud::CONDITIONS`]) as they are.
 fn set_conditions(status: &mut Value, conditions: Vec<Value>) {
     let old = status
         .get("conditions")
@@ -111,6 +128,13 @@ fn set_conditions(status: &mut Value, conditions: Vec<Value>) {
             new
         })
         .collect();
+    let kept = old.into_iter().filter(|c| {
+        c["type"]
+            .as_str()
+            .is_some_and(|kind| cloud::CONDITIONS.contains(&kind))
+            && !merged.iter().any(|new| new["type"] == c["type"])
+    });
+    let merged: Vec<Value> = merged.iter().cloned().chain(kept).collect();
     status["conditions"] = Value::Array(merged);
 }
 
@@ -122,6 +146,8 @@ pub struct Operator {
     seen: HashMap<String, Instant>,
     last_node: HashMap<String, Instant>,
     deleting: HashMap<String, Instant>,
+    /// With the cloud side on: which deleted HostedClusters it has cleaned up after.
+    cleanup: Option<cloud::CleanupGate>,
 }
 
 impl Operator {
@@ -130,6 +156,12 @@ impl Operator {
             timing,
             ..Self::default()
         }
+    }
+
+    /// A HostedCluster's finalizer waits for the cloud side's cleanup as well.
+    pub fn with_cleanup(mut self, gate: cloud::CleanupGate) -> Self {
+        self.cleanup = Some(gate);
+        self
     }
 
     /// Runs reconcile passes until the process ends.
@@ -180,10 +212,17 @@ impl Operator {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let since = *self.deleting.entry(uid).or_insert_with(Instant::now);
+        let since = *self
+            .deleting
+            .entry(uid.clone())
+            .or_insert_with(Instant::now);
         if annotation(object, DELETION_HANGS) == Some("true")
             || since.elapsed() < self.timing.deletion
         {
+            return Some(false);
+        }
+        let cleaned = |gate: &cloud::CleanupGate| gate.is_done(&uid);
+        if rt.kind == "HostedCluster" && !self.cleanup.as_ref().is_none_or(cleaned) {
             return Some(false);
         }
         let mut next = object.clone();
@@ -232,8 +271,12 @@ impl Operator {
             .get("generation")
             .and_then(Value::as_i64)
             .unwrap_or(1);
+        let supported = install::validate_support(store, &object);
         if let Err(message) = configuration::validate(store, ns, &object) {
-            return self.refuse(store, ns, name, &object, generation, &message);
+            return self.refuse(store, ns, name, &object, generation, &message, supported);
+        }
+        if let Err(message) = supported {
+            return self.unsupported(store, ns, name, &object, generation, &message);
         }
         let steps = (self.age(&object).as_millis() / self.timing.step.as_millis().max(1)) as usize;
         let failure = annotation(&object, FAIL_AVAILABLE).map(str::to_owned);
@@ -370,7 +413,55 @@ impl Operator {
 
     /// The operator refuses the configuration: `ValidConfiguration=False` with its
     /// message, nothing reconciled. A fixed configuration starts the rollout afresh.
+    #[allow(clippy::too_many_arguments)]
     fn refuse(
+        &mut self,
+        store: &mut Store,
+        ns: &str,
+        name: &str,
+        object: &Value,
+        generation: i64,
+        message: &str,
+        supported: Result<(), String>,
+    ) -> bool {
+        if let Some(uid) = meta(object).get("uid").and_then(Value::as_str) {
+            self.seen.remove(uid);
+        }
+        let mut conditions = vec![condition(
+            "ValidConfiguration",
+            false,
+            "InvalidConfiguration",
+            message,
+            generation,
+        )];
+        if let Err(unsupported) = supported {
+            conditions.push(condition(
+                "SupportedHostedCluster",
+                false,
+                UNSUPPORTED,
+                &unsupported,
+                generation,
+            ));
+        }
+        conditions.extend([
+            condition(
+                "Available",
+                false,
+                "InvalidConfiguration",
+                "the configuration is not valid",
+                generation,
+            ),
+            condition("Progressing", false, "InvalidConfiguration", "", generation),
+            condition("Degraded", false, "AsExpected", "", generation),
+        ]);
+        self.write_blocked(store, ns, name, object, conditions)
+    }
+
+    /// The operator's installation does not support the HostedCluster
+    /// (`validateHostedClusterSupport`): `SupportedHostedCluster=False`, and the
+    /// reconciliation is blocked (no control plane: Available=False with the Progressing
+    /// message, Progressing=False `Blocked`) until the spec or the installation changes.
+    fn unsupported(
         &mut self,
         store: &mut Store,
         ns: &str,
@@ -382,29 +473,40 @@ impl Operator {
         if let Some(uid) = meta(object).get("uid").and_then(Value::as_str) {
             self.seen.remove(uid);
         }
+        let blocked = format!("SupportedHostedCluster condition is false: {message}");
+        let conditions = vec![
+            condition("ValidConfiguration", true, "AsExpected", "", generation),
+            condition(
+                "SupportedHostedCluster",
+                false,
+                UNSUPPORTED,
+                message,
+                generation,
+            ),
+            condition(
+                "Available",
+                false,
+                "WaitingForAvailable",
+                &blocked,
+                generation,
+            ),
+            condition("Progressing", false, "Blocked", &blocked, generation),
+            condition("Degraded", false, "AsExpected", "", generation),
+        ];
+        self.write_blocked(store, ns, name, object, conditions)
+    }
+
+    fn write_blocked(
+        &mut self,
+        store: &mut Store,
+        ns: &str,
+        name: &str,
+        object: &Value,
+        conditions: Vec<Value>,
+    ) -> bool {
         let mut status = object.get("status").cloned().unwrap_or_else(|| json!({}));
         let before = status.clone();
-        set_conditions(
-            &mut status,
-            vec![
-                condition(
-                    "ValidConfiguration",
-                    false,
-                    "InvalidConfiguration",
-                    message,
-                    generation,
-                ),
-                condition(
-                    "Available",
-                    false,
-                    "InvalidConfiguration",
-                    "the configuration is not valid",
-                    generation,
-                ),
-                condition("Progressing", false, "InvalidConfiguration", "", generation),
-                condition("Degraded", false, "AsExpected", "", generation),
-            ],
-        );
+        set_conditions(&mut status, conditions);
         if status == before {
             return false;
         }

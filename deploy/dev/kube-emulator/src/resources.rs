@@ -1,5 +1,6 @@
 //! The resource types the emulator serves: core v1 Namespaces, Secrets and ConfigMaps,
-//! and HyperShift's HostedCluster and NodePool (hypershift.openshift.io/v1beta1).
+//! apps/v1 Deployments (the HyperShift operator's own, as `hypershift install` makes
+//! it), and HyperShift's HostedCluster and NodePool (hypershift.openshift.io/v1beta1).
 
 /// One served resource type.
 #[derive(Debug, PartialEq, Eq)]
@@ -57,6 +58,18 @@ pub static CONFIG_MAPS: ResourceType = ResourceType {
     short_names: &["cm"],
 };
 
+pub static DEPLOYMENTS: ResourceType = ResourceType {
+    group: "apps",
+    version: "v1",
+    plural: "deployments",
+    singular: "deployment",
+    kind: "Deployment",
+    namespaced: true,
+    status: true,
+    scale: false,
+    short_names: &["deploy"],
+};
+
 pub static HOSTED_CLUSTERS: ResourceType = ResourceType {
     group: HYPERSHIFT_GROUP,
     version: HYPERSHIFT_VERSION,
@@ -81,12 +94,13 @@ pub static NODE_POOLS: ResourceType = ResourceType {
     short_names: &["np", "nps"],
 };
 
-pub static ALL: [&ResourceType; 5] = [
+pub static ALL: [&ResourceType; 6] = [
     &NAMESPACES,
     &SECRETS,
     &CONFIG_MAPS,
     &HOSTED_CLUSTERS,
     &NODE_POOLS,
+    &DEPLOYMENTS,
 ];
 
 impl ResourceType {

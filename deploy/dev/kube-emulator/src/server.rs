@@ -1,6 +1,11 @@
 //! The emulator as a service: Options → [`start`] → [`Handle`]. Serves HTTP/1.1 on the
 //! given address, runs the simulated operator, and (with a state file) saves the store
 //! after writes and loads it at start, so a restart keeps the objects.
+//!
+//! [`start_with`] also says how the HyperShift operator was installed ([`Install`]):
+//! with the AWS private platform or without, and whether the operators' cloud side runs
+//! against an AWS endpoint ([`crate::operator::cloud`]). [`start`] is an operator
+//! installed without private platform and no cloud side.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -14,7 +19,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::http::{handle, Shared};
-use crate::operator::{Operator, Timing};
+use crate::operator::cloud::{CleanupGate, Cloud, Settings};
+use crate::operator::{install, Operator, Timing};
 use crate::store::Store;
 
 #[derive(Debug, Clone)]
@@ -25,6 +31,26 @@ pub struct Options {
     pub timing: Timing,
     /// How many changes a watch can resume from ([`crate::store::EVENT_LOG`]).
     pub event_log: usize,
+}
+
+/// How `hypershift install` set the operator up, and whether its cloud side runs.
+#[derive(Debug, Clone, Default)]
+pub struct Install {
+    /// `--private-platform AWS --aws-private-region <region>`; `None`: installed
+    /// without private platform (only Public clusters are supported).
+    pub private_region: Option<String>,
+    /// The operators' cloud side, against this AWS endpoint; `None`: off.
+    pub cloud: Option<Settings>,
+}
+
+impl Install {
+    /// A private platform in the cloud side's region, with the cloud side on.
+    pub fn with_cloud(settings: Settings) -> Self {
+        Self {
+            private_region: Some(settings.region.clone()),
+            cloud: Some(settings),
+        }
+    }
 }
 
 /// A running emulator.
@@ -64,14 +90,21 @@ fn save(path: &PathBuf, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&temporary, path)
 }
 
-/// Binds and starts serving.
+/// Binds and starts serving, with an operator installed without private platform and
+/// no cloud side.
 pub async fn start(options: Options) -> anyhow::Result<Handle> {
+    start_with(options, Install::default()).await
+}
+
+/// Binds and starts serving, with the operator installed as `install` says.
+pub async fn start_with(options: Options, install: Install) -> anyhow::Result<Handle> {
     let store = match &options.state_file {
         Some(path) => load(path)?,
         None => Store::new(),
     };
     let mut store = store.with_log_capacity(options.event_log);
     store.bootstrap();
+    install::ensure(&mut store, install.private_region.as_deref());
     let shared = Shared::new(store);
     let listener = TcpListener::bind(options.listen)
         .await
@@ -99,7 +132,21 @@ pub async fn start(options: Options) -> anyhow::Result<Handle> {
         }
     });
 
-    let operator = Operator::new(options.timing);
+    let mut operator = Operator::new(options.timing);
+    if let Some(settings) = install.cloud {
+        let gate = CleanupGate::default();
+        operator = operator.with_cleanup(gate.clone());
+        let cloud = Cloud::new(settings, gate).await;
+        let running = shared.clone();
+        let mut until = stopped.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                biased;
+                _ = until.changed() => {}
+                () = cloud.run(running) => {}
+            }
+        });
+    }
     let running = shared.clone();
     let mut until = stopped.clone();
     tokio::spawn(async move {

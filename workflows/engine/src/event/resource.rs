@@ -1,4 +1,6 @@
-//! The resource ledger in history: objects an activity created or deleted.
+//! The resource ledger in history: objects an activity created or deleted, and objects
+//! it found made by someone else (the HyperShift operators) and answers for only as
+//! their observer.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,4 +31,16 @@ pub struct ResourceDeleted {
     pub activity_seq: Seq,
     pub attempt: u32,
     pub resource: ResourceRef,
+}
+
+/// An object another owner made, seen by the activity (say the interface endpoint the
+/// control-plane-operator created): recorded so an audit knows it existed and whose
+/// it is; its owner deletes it, and a destroy checks it is gone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceObserved {
+    pub activity_seq: Seq,
+    pub attempt: u32,
+    pub resource: ResourceRef,
+    /// Who made it and deletes it (`hypershift`).
+    pub owner: String,
 }

@@ -1,5 +1,6 @@
-//! The prerequisites a create checks before it makes anything: the OIDC bucket and,
-//! unless the endpoint access is Public, the management VPC and its subnets. (The public
+//! The prerequisites a create checks before it makes anything: the cluster's region is
+//! the one the AWS activities call, the OIDC bucket and, unless the endpoint access is
+//! Public, the management VPC and its subnets. (The public
 //! zone is found by `aws.find_public_zone`.)
 
 use crate::aws::aws_activity;
@@ -13,6 +14,10 @@ pub struct CheckPrerequisites {
     pub management_vpc_id: Option<String>,
     #[serde(default)]
     pub management_subnet_ids: Vec<String>,
+    /// The cluster's region, which must be the one the AWS activities call (absent in
+    /// histories from before the check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
 }
 
 /// What was found.

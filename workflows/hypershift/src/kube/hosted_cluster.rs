@@ -63,6 +63,26 @@ pub struct HostedClusterAvailable {
     pub version_image: Option<String>,
 }
 
+/// Waits until one of the operators' conditions on the HostedCluster is True (say
+/// `AWSEndpointAvailable`, which the control-plane-operator sets once the PrivateLink
+/// endpoint and its records exist); fails with the condition's reason and message when
+/// `timeout_secs` pass, or at once when the operator refuses the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitHostedClusterCondition {
+    pub namespace: String,
+    pub name: String,
+    pub condition: String,
+    pub timeout_secs: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostedClusterCondition {
+    pub condition: String,
+    pub reason: String,
+    pub message: String,
+}
+
 kube_activity!(CreateHostedCluster => HostedCluster, "kube.create_hosted_cluster", creates);
+kube_activity!(WaitHostedClusterCondition => HostedClusterCondition, "kube.wait_hosted_cluster_condition");
 kube_activity!(WaitHostedClusterAvailable => HostedClusterAvailable, "kube.wait_hosted_cluster_available");
 kube_activity!(Delete<HostedCluster> => (), "kube.delete_hosted_cluster");

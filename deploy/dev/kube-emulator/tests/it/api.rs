@@ -37,6 +37,28 @@ async fn discovery_lists_the_served_resources_with_their_subresources() {
         .any(|r| r["name"] == "secrets" && r["namespaced"] == true));
     let (status, missing) = get(&emu, "/apis/example.com/v1").await;
     assert_eq!((status, missing["kind"].as_str()), (404, Some("Status")));
+
+    // apps/v1, for the HyperShift operator's Deployment as `hypershift install` makes it.
+    assert_eq!(groups["groups"][1]["name"], "apps");
+    let (_, apps) = get(&emu, "/apis/apps/v1").await;
+    assert!(apps["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["name"] == "deployments" && r["namespaced"] == true));
+    let (status, operator) = get(
+        &emu,
+        "/apis/apps/v1/namespaces/hypershift/deployments/operator",
+    )
+    .await;
+    assert_eq!(status, 200);
+    let container = &operator["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["name"], "operator");
+    assert!(container["args"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("--private-platform=None")));
+    assert_eq!(operator["status"]["readyReplicas"], 1);
     emu.stop();
 }
 

@@ -5,6 +5,8 @@
 #![allow(clippy::unwrap_used)]
 
 mod api;
+mod cloud;
+mod guest;
 mod kubectl;
 mod operator;
 mod support;

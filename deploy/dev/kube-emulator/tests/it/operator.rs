@@ -162,6 +162,20 @@ async fn a_configuration_the_operator_refuses_is_invalid_until_fixed() {
          ParsePKCS8PrivateKey instead for this key format), if serviceType is 'APIServer' \
          and publishing strategy is 'Route', then hostname must be set]"
     );
+    // A Private cluster, and the operator has no private platform: unsupported too.
+    let unsupported = condition(&refused, "SupportedHostedCluster").unwrap();
+    assert_eq!(
+        (
+            &unsupported["status"],
+            &unsupported["reason"],
+            &unsupported["message"]
+        ),
+        (
+            &json!("False"),
+            &json!("UnsupportedHostedCluster"),
+            &json!("AWS_REGION environment variable is not set for the operator")
+        )
+    );
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     let (_, still) = get(&emu, &path).await;
     assert!(
@@ -189,10 +203,97 @@ async fn a_configuration_the_operator_refuses_is_invalid_until_fixed() {
     )
     .await;
     assert_eq!(status, 200);
+    // A valid configuration, but still not supported: blocked for good.
+    let blocked = until(&emu, &path, |_, hc| is(hc, "ValidConfiguration", "True")).await;
+    assert!(is(&blocked, "SupportedHostedCluster", "False"), "{blocked}");
+    let available = condition(&blocked, "Available").unwrap();
+    assert_eq!(
+        available["message"],
+        "SupportedHostedCluster condition is false: AWS_REGION environment variable is not set for the operator"
+    );
+    assert_eq!(
+        condition(&blocked, "Progressing").unwrap()["reason"],
+        "Blocked"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+    let (_, still) = get(&emu, &path).await;
+    assert!(is(&still, "Available", "False"), "{still}");
+    assert!(
+        !is(&still, "Degraded", "True"),
+        "nothing rolls out: {still}"
+    );
+
+    // Public needs no private platform.
+    let public = json!({"spec": {"platform": {"aws": {"endpointAccess": "Public"}}}});
+    let (status, _) = patch(
+        &emu,
+        &path,
+        "application/merge-patch+json",
+        &public.to_string(),
+    )
+    .await;
+    assert_eq!(status, 200);
     let rolling = until(&emu, &path, |_, hc| is(hc, "Degraded", "True")).await;
+    assert!(is(&rolling, "SupportedHostedCluster", "True"), "{rolling}");
     assert!(is(&rolling, "ValidConfiguration", "True"), "{rolling}");
     assert!(is(&rolling, "Available", "False"));
     let available = until(&emu, &path, |_, hc| is(hc, "Available", "True")).await;
     assert!(is(&available, "Degraded", "False"), "{available}");
+    emu.stop();
+}
+
+#[tokio::test]
+async fn an_operator_with_a_private_platform_supports_private_clusters_of_its_region() {
+    use hcpflow_kube_emulator::server::Install;
+    let emu = emulator_installed(Install {
+        private_region: Some("us-east-1".into()),
+        cloud: None,
+    })
+    .await;
+    let (_, operator) = get(
+        &emu,
+        "/apis/apps/v1/namespaces/hypershift/deployments/operator",
+    )
+    .await;
+    let container = &operator["spec"]["template"]["spec"]["containers"][0];
+    assert!(container["args"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("--private-platform=AWS")));
+    assert!(container["env"]
+        .as_array()
+        .unwrap()
+        .contains(&json!({"name": "AWS_REGION", "value": "us-east-1"})));
+    let (status, _) = get(
+        &emu,
+        "/api/v1/namespaces/hypershift/secrets/hypershift-operator-aws-credentials",
+    )
+    .await;
+    assert_eq!(status, 200);
+
+    post(&emu, "/api/v1/namespaces", &namespace("clusters")).await;
+    let mut hc = hosted_cluster("inside");
+    hc["spec"]["platform"]["aws"]["endpointAccess"] = json!("PublicAndPrivate");
+    post(&emu, HC, &hc).await;
+    let mut elsewhere = hosted_cluster("elsewhere");
+    elsewhere["spec"]["platform"]["aws"]["endpointAccess"] = json!("Private");
+    elsewhere["spec"]["platform"]["aws"]["region"] = json!("eu-west-1");
+    post(&emu, HC, &elsewhere).await;
+
+    let available = until(&emu, &format!("{HC}/inside"), |_, hc| {
+        is(hc, "Available", "True")
+    })
+    .await;
+    assert!(is(&available, "SupportedHostedCluster", "True"));
+    // The cloud side is off: none of its conditions.
+    assert!(condition(&available, "AWSEndpointAvailable").is_none());
+    let refused = until(&emu, &format!("{HC}/elsewhere"), |_, hc| {
+        is(hc, "SupportedHostedCluster", "False")
+    })
+    .await;
+    assert_eq!(
+        condition(&refused, "SupportedHostedCluster").unwrap()["message"],
+        "operator only supports private clusters in region us-east-1"
+    );
     emu.stop();
 }

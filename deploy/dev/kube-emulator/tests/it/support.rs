@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use hcpflow_kube_emulator::operator::Timing;
-use hcpflow_kube_emulator::server::{start, Handle, Options};
+use hcpflow_kube_emulator::server::{start, start_with, Handle, Install, Options};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -16,7 +16,11 @@ pub(crate) async fn emulator_with(
     state_file: Option<std::path::PathBuf>,
     event_log: usize,
 ) -> Handle {
-    start(Options {
+    start(options(state_file, event_log)).await.unwrap()
+}
+
+fn options(state_file: Option<std::path::PathBuf>, event_log: usize) -> Options {
+    Options {
         listen: "127.0.0.1:0".parse().unwrap(),
         state_file,
         timing: Timing {
@@ -25,9 +29,22 @@ pub(crate) async fn emulator_with(
             deletion: Duration::from_millis(200),
         },
         event_log,
-    })
-    .await
-    .unwrap()
+    }
+}
+
+/// An emulator whose operator is installed as `install` says.
+pub(crate) async fn emulator_installed(install: Install) -> Handle {
+    emulator_installed_with(install, None).await
+}
+
+/// An emulator installed as `install` says, keeping its objects in `state_file`.
+pub(crate) async fn emulator_installed_with(
+    install: Install,
+    state_file: Option<std::path::PathBuf>,
+) -> Handle {
+    start_with(options(state_file, 1_000), install)
+        .await
+        .unwrap()
 }
 
 /// One request; `(status, body as JSON)`.
@@ -138,8 +155,13 @@ impl Watch {
 
     /// The next event, or `None` when the stream ends (or after 5 s).
     pub(crate) async fn next(&mut self) -> Option<Value> {
+        self.next_within(Duration::from_secs(5)).await
+    }
+
+    /// The next event, or `None` when the stream ends (or after `wait` without one).
+    pub(crate) async fn next_within(&mut self, wait: Duration) -> Option<Value> {
         loop {
-            let line = tokio::time::timeout(Duration::from_secs(5), self.lines.next_line())
+            let line = tokio::time::timeout(wait, self.lines.next_line())
                 .await
                 .ok()?
                 .ok()??;
