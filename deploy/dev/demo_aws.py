@@ -95,6 +95,8 @@ def privatelink(infra_id, name):
         endpoints = ec2.describe_vpc_endpoints(Filters=[
             {"Name": "vpc-id", "Values": [vpc]}, {"Name": "tag-key", "Values": ["AWSEndpointService"]}])
         for endpoint in endpoints["VpcEndpoints"]:
+            if endpoint["State"].lower() in ("deleted", "deleting"):
+                continue
             service = next(t["Value"] for t in endpoint["Tags"] if t["Key"] == "AWSEndpointService")
             zones = sorted(s["AvailabilityZone"] for s in ec2.describe_subnets(
                 SubnetIds=endpoint["SubnetIds"])["Subnets"]) if endpoint["SubnetIds"] else []

@@ -411,13 +411,14 @@ fn report_line(report: &Value) -> String {
         "NOT VERIFIED".to_owned()
     };
     let mut lines = vec![format!(
-        "{} {} {}\n    {} events, {} resources created, {} deleted, {} retries, {} compensations; {verdict}",
+        "{} {} {}\n    {} events, {} resources created, {} deleted, {} observed, {} retries, {} compensations; {verdict}",
         report["workflow_id"].as_str().unwrap_or("?"),
         report["workflow_type"].as_str().unwrap_or("?"),
         report["status"].as_str().unwrap_or("?"),
         report["events"],
         report["resources_created"],
         report["resources_deleted"],
+        report["resources_observed"],
         report["retries"],
         report["compensations"],
     )];

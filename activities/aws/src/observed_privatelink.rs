@@ -16,6 +16,9 @@ use std::time::Duration;
 
 use crate::poll::Poll;
 
+/// The longest pause between two looks at the operators' work.
+const LOOK_EVERY: Duration = Duration::from_secs(3);
+
 /// One look: the value, or why not yet.
 #[derive(Debug)]
 pub enum Look<T> {
@@ -36,7 +39,7 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Look<T>, ActivityFailure>>,
 {
-    let mut poll = Poll::new(Duration::from_secs(timeout_secs));
+    let mut poll = Poll::with_longest_pause(Duration::from_secs(timeout_secs), LOOK_EVERY);
     loop {
         match look().await? {
             Look::Seen(value) => return Ok(value),

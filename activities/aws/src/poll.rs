@@ -13,13 +13,21 @@ const LONGEST_PAUSE: Duration = Duration::from_secs(15);
 pub struct Poll {
     deadline: Instant,
     pause: Duration,
+    longest: Duration,
 }
 
 impl Poll {
     pub fn new(limit: Duration) -> Self {
+        Self::with_longest_pause(limit, LONGEST_PAUSE)
+    }
+
+    /// Pauses grow to `longest` at most: for waits on someone else's work (the
+    /// operators'), where the answer comes at any moment and a look is cheap.
+    pub fn with_longest_pause(limit: Duration, longest: Duration) -> Self {
         Self {
             deadline: Instant::now() + limit,
             pause: FIRST_PAUSE,
+            longest,
         }
     }
 
@@ -29,7 +37,7 @@ impl Poll {
             return false;
         }
         tokio::time::sleep(self.pause).await;
-        self.pause = (self.pause * 2).min(LONGEST_PAUSE);
+        self.pause = (self.pause * 2).min(self.longest);
         true
     }
 }
