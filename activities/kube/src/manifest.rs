@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use hcpflow_engine::ActivityFailure;
+use hcpflow_hypershift::input::{arch_of_instance_type, AVAILABILITY_POLICIES};
 use hcpflow_hypershift::kube::hosted_cluster::CreateHostedCluster;
 use hcpflow_hypershift::kube::node_pool::ApplyNodePool;
 use hcpflow_hypershift::kube::INFRA_LABEL;
@@ -92,6 +93,17 @@ pub fn hosted_cluster(request: &CreateHostedCluster) -> Result<Value, ActivityFa
         .into_iter()
         .map(|(key, value)| json!({"key": key, "value": value}))
         .collect();
+    let availability_policy = request
+        .availability_policy
+        .as_deref()
+        .unwrap_or(AVAILABILITY_POLICIES[0]);
+    if !AVAILABILITY_POLICIES.contains(&availability_policy) {
+        return Err(invalid(format!(
+            "HostedCluster {}: availability policy {availability_policy:?} is not one of {}",
+            request.name,
+            AVAILABILITY_POLICIES.join(", ")
+        )));
+    }
     // As `hypershift create cluster aws` publishes them, whatever the endpoint access:
     // the API server by LoadBalancer (a Route would need a dedicated hostname), the
     // others by Route. With PrivateLink the operator exposes them through its private
@@ -156,8 +168,8 @@ pub fn hosted_cluster(request: &CreateHostedCluster) -> Result<Value, ActivityFa
                     "persistentVolume": {"size": "8Gi"},
                 }},
             },
-            "controllerAvailabilityPolicy": "SingleReplica",
-            "infrastructureAvailabilityPolicy": "SingleReplica",
+            "controllerAvailabilityPolicy": availability_policy,
+            "infrastructureAvailabilityPolicy": availability_policy,
         },
     });
     let problems = publishing_problems(&document["spec"]);
@@ -232,7 +244,10 @@ pub fn node_pool(request: &ApplyNodePool, replicas: i32) -> Result<Value, Activi
             "clusterName": request.cluster,
             "release": {"image": request.release_image},
             "replicas": replicas,
-            "arch": "amd64",
+            "arch": request
+                .arch
+                .as_deref()
+                .unwrap_or_else(|| arch_of_instance_type(&request.instance_type)),
             "management": {"upgradeType": "Replace", "autoRepair": false},
             "platform": {
                 "type": "AWS",
@@ -281,6 +296,7 @@ mod tests {
                 service_account_signing_key: "demo-sa-token-issuer-key".into(),
             },
             resource_tags: BTreeMap::new(),
+            availability_policy: None,
             annotations: BTreeMap::new(),
         }
     }
@@ -304,6 +320,52 @@ mod tests {
             json!([{"key": "kubernetes.io/cluster/demo-x7k2p", "value": "owned"}])
         );
         assert_eq!(hc["spec"]["dns"]["privateZoneID"], "Z2");
+    }
+
+    #[test]
+    fn the_availability_policy_is_given_to_both_fields_and_defaults_to_single_replica() {
+        let hc = hosted_cluster(&request()).unwrap();
+        assert_eq!(hc["spec"]["controllerAvailabilityPolicy"], "SingleReplica");
+        assert_eq!(
+            hc["spec"]["infrastructureAvailabilityPolicy"],
+            "SingleReplica"
+        );
+        let mut ha = request();
+        ha.availability_policy = Some("HighlyAvailable".into());
+        let hc = hosted_cluster(&ha).unwrap();
+        assert_eq!(
+            hc["spec"]["controllerAvailabilityPolicy"],
+            "HighlyAvailable"
+        );
+        assert_eq!(
+            hc["spec"]["infrastructureAvailabilityPolicy"],
+            "HighlyAvailable"
+        );
+        ha.availability_policy = Some("Always".into());
+        assert!(hosted_cluster(&ha).is_err());
+    }
+
+    #[test]
+    fn a_node_pool_s_arch_is_given_or_its_instance_type_s() {
+        let mut pool = ApplyNodePool {
+            infra_id: "demo-x7k2p".into(),
+            cluster: "demo".into(),
+            namespace: "clusters".into(),
+            name: "demo-us-east-1a".into(),
+            release_image: "quay.io/openshift-release-dev/ocp-release:4.17.0-multi".into(),
+            zone: "us-east-1a".into(),
+            subnet_id: "subnet-1".into(),
+            instance_type: "m6g.large".into(),
+            arch: None,
+            instance_profile: "demo-x7k2p-worker".into(),
+            replicas: 0,
+            annotations: BTreeMap::new(),
+        };
+        assert_eq!(node_pool(&pool, 1).unwrap()["spec"]["arch"], "arm64");
+        pool.instance_type = "m6i.xlarge".into();
+        assert_eq!(node_pool(&pool, 1).unwrap()["spec"]["arch"], "amd64");
+        pool.arch = Some("arm64".into());
+        assert_eq!(node_pool(&pool, 1).unwrap()["spec"]["arch"], "arm64");
     }
 
     #[test]

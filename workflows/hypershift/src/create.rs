@@ -237,6 +237,7 @@ async fn build(
             secrets,
             resource_tags: BTreeMap::new(),
             annotations: input.annotations.clone(),
+            availability_policy: input.availability_policy.clone(),
         })
         .await?;
     ctx.on_rollback(Delete(hosted_cluster));
@@ -529,7 +530,8 @@ async fn apply_node_pools(
                 release_image: input.release_image.clone(),
                 zone: pool.zone.clone(),
                 subnet_id,
-                instance_type: pool.instance_type.clone(),
+                instance_type: pool.instance_type(),
+                arch: pool.arch.clone(),
                 instance_profile: worker.instance_profile_name.clone(),
                 replicas: 0,
                 annotations: pool.annotations.clone(),

@@ -20,6 +20,7 @@ const NODE_POOL_FIELDS: &[Field] = &[
     required("zone", Kind::String),
     required("replicas", Kind::Integer),
     optional("instance_type", Kind::String),
+    optional("arch", Kind::String),
     optional("annotations", Kind::StringMap),
 ];
 
@@ -42,6 +43,7 @@ const CREATE_FIELDS: &[Field] = &[
     optional("keep_on_failure", Kind::Bool),
     optional("control_plane_timeout_secs", Kind::Integer),
     optional("node_pool_timeout_secs", Kind::Integer),
+    optional("availability_policy", Kind::String),
     optional("annotations", Kind::StringMap),
 ];
 
@@ -128,9 +130,38 @@ pub struct CreateClusterInput<S> {
     /// How long a NodePool may take to reach its replicas.
     #[serde(default)]
     pub node_pool_timeout_secs: Option<u64>,
+    /// `SingleReplica` (the default) or `HighlyAvailable`: the control plane's and the
+    /// guest infrastructure's availability policy.
+    #[serde(default)]
+    pub availability_policy: Option<String>,
     /// Annotations for the HostedCluster (the local emulator's failure injection).
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
+}
+
+/// The availability policies of the HyperShift API.
+pub const AVAILABILITY_POLICIES: [&str; 2] = ["SingleReplica", "HighlyAvailable"];
+
+/// The NodePool architectures HyperShift supports on AWS.
+pub const ARCHES: [&str; 2] = ["amd64", "arm64"];
+
+/// The architecture of an EC2 instance type: Graviton families (`m6g`, `c7gn`, `t4g`,
+/// `r8gd` …: a `g` right after the generation digit) are arm64, the rest amd64.
+pub fn arch_of_instance_type(instance_type: &str) -> &'static str {
+    let family = instance_type.split('.').next().unwrap_or_default();
+    let generation_end = family
+        .char_indices()
+        .skip_while(|(_, c)| c.is_ascii_alphabetic())
+        .find(|(_, c)| !c.is_ascii_digit())
+        .map(|(i, _)| i);
+    match generation_end {
+        Some(i)
+            if family[..i].chars().any(|c| c.is_ascii_digit()) && family[i..].starts_with('g') =>
+        {
+            "arm64"
+        }
+        _ => "amd64",
+    }
 }
 
 fn default_namespace() -> String {
@@ -150,14 +181,35 @@ pub struct NodePoolSpec {
     pub name: String,
     pub zone: String,
     pub replicas: i32,
-    #[serde(default = "default_instance_type")]
-    pub instance_type: String,
+    /// The EC2 instance type; by default [`DEFAULT_INSTANCE_TYPE`] for the pool's
+    /// architecture.
+    #[serde(default)]
+    pub instance_type: Option<String>,
+    /// `amd64` or `arm64`; by default the instance type's.
+    #[serde(default)]
+    pub arch: Option<String>,
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
 }
 
-fn default_instance_type() -> String {
-    "m6i.xlarge".to_owned()
+/// The instance type of a pool that names none, by architecture.
+pub const DEFAULT_INSTANCE_TYPE: [(&str, &str); 2] =
+    [("amd64", "m6i.xlarge"), ("arm64", "m6g.xlarge")];
+
+impl NodePoolSpec {
+    /// The instance type: as given, else the default of the pool's architecture.
+    pub fn instance_type(&self) -> String {
+        if let Some(given) = &self.instance_type {
+            return given.clone();
+        }
+        let arch = self.arch.as_deref().unwrap_or("amd64");
+        DEFAULT_INSTANCE_TYPE
+            .iter()
+            .find(|(a, _)| *a == arch)
+            .unwrap_or(&DEFAULT_INSTANCE_TYPE[0])
+            .1
+            .to_owned()
+    }
 }
 
 /// `scale_node_pool`'s input.
@@ -323,6 +375,14 @@ impl<S> CreateClusterInput<S> {
         if self.ssh_public_key.trim().is_empty() {
             problem("ssh_public_key: must not be empty".into());
         }
+        if let Some(policy) = &self.availability_policy {
+            if !AVAILABILITY_POLICIES.contains(&policy.as_str()) {
+                problem(format!(
+                    "availability_policy: {policy:?} is not one of {}",
+                    AVAILABILITY_POLICIES.join(", ")
+                ));
+            }
+        }
         let mut pool_names = BTreeSet::new();
         for (index, pool) in self.node_pools.iter().enumerate() {
             let at = format!("node_pools[{index}]");
@@ -346,8 +406,27 @@ impl<S> CreateClusterInput<S> {
                     pool.replicas
                 ));
             }
-            if pool.instance_type.trim().is_empty() {
+            if pool
+                .instance_type
+                .as_deref()
+                .is_some_and(|t| t.trim().is_empty())
+            {
                 problem(format!("{at}.instance_type: must not be empty"));
+            }
+            if let Some(arch) = &pool.arch {
+                if !ARCHES.contains(&arch.as_str()) {
+                    problem(format!(
+                        "{at}.arch: {arch:?} is not one of {}",
+                        ARCHES.join(", ")
+                    ));
+                } else if let Some(instance_type) = &pool.instance_type {
+                    let of_type = arch_of_instance_type(instance_type);
+                    if of_type != arch {
+                        problem(format!(
+                            "{at}.arch: {arch} does not match instance type {instance_type} ({of_type})"
+                        ));
+                    }
+                }
             }
         }
         problems
@@ -432,6 +511,64 @@ mod tests {
         assert_ne!(id, input.infra_id_for("wf-2"));
         assert!(id.starts_with("demo-") && id.len() == 10 && is_dns_label(&id, MAX_INFRA_ID));
         assert_eq!(input.namespace, "clusters");
+    }
+
+    #[test]
+    fn the_architecture_follows_the_instance_type_unless_given_and_must_match_it() {
+        for (instance_type, arch) in [
+            ("m6i.xlarge", "amd64"),
+            ("m5.large", "amd64"),
+            ("m6g.large", "arm64"),
+            ("c7gn.2xlarge", "arm64"),
+            ("t4g.micro", "arm64"),
+            ("r8gd.metal", "arm64"),
+            ("g5.xlarge", "amd64"),
+            ("g5g.xlarge", "arm64"),
+            ("inf2.xlarge", "amd64"),
+        ] {
+            assert_eq!(
+                arch_of_instance_type(instance_type),
+                arch,
+                "{instance_type}"
+            );
+        }
+        let pool = |arch: Option<&str>, instance_type: Option<&str>| NodePoolSpec {
+            name: "p".into(),
+            zone: "us-east-1a".into(),
+            replicas: 1,
+            instance_type: instance_type.map(str::to_owned),
+            arch: arch.map(str::to_owned),
+            annotations: BTreeMap::new(),
+        };
+        assert_eq!(pool(None, None).instance_type(), "m6i.xlarge");
+        assert_eq!(pool(Some("arm64"), None).instance_type(), "m6g.xlarge");
+        assert_eq!(pool(None, Some("c7g.large")).instance_type(), "c7g.large");
+
+        let mut input = valid();
+        input["node_pools"][0]["arch"] = json!("arm64");
+        input["node_pools"][0]["instance_type"] = json!("m6i.xlarge");
+        input["availability_policy"] = json!("Sometimes");
+        let text = validate_create(&input).unwrap_err().join("\n");
+        assert!(
+            text.contains(
+                "node_pools[0].arch: arm64 does not match instance type m6i.xlarge (amd64)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("availability_policy: \"Sometimes\""),
+            "{text}"
+        );
+        input["node_pools"][0]["arch"] = json!("s390x");
+        input["availability_policy"] = json!("HighlyAvailable");
+        let text = validate_create(&input).unwrap_err().join("\n");
+        assert!(
+            text.contains("node_pools[0].arch: \"s390x\" is not one of amd64, arm64"),
+            "{text}"
+        );
+        input["node_pools"][0]["arch"] = json!("arm64");
+        input["node_pools"][0]["instance_type"] = json!("m6g.large");
+        validate_create(&input).unwrap();
     }
 
     #[test]

@@ -38,6 +38,10 @@ pub struct CreateHostedCluster {
     /// Extra annotations (the emulator's failure injection, for one).
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
+    /// `SingleReplica` or `HighlyAvailable`, for the control plane and the guest's
+    /// infrastructure; absent, `SingleReplica`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub availability_policy: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -21,6 +21,9 @@ pub struct ApplyNodePool {
     /// The private subnet of the zone.
     pub subnet_id: String,
     pub instance_type: String,
+    /// As the input gave it; absent, the instance type's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
     pub instance_profile: String,
     pub replicas: i32,
     #[serde(default)]
