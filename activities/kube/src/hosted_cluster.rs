@@ -17,7 +17,7 @@ use crate::dispatch::KubeActivities;
 use crate::error::{failure, is_already_exists, is_not_found};
 use crate::manifest;
 use crate::resources::{hosted_clusters, object_ledger_ref, FIELD_MANAGER};
-use crate::wait::{conditions, find, poll, Look};
+use crate::wait::{conditions, find, poll, Condition, Look};
 
 fn api(kube: &KubeActivities, namespace: &str) -> Api<DynamicObject> {
     Api::namespaced_with(kube.client.clone(), namespace, &hosted_clusters())
@@ -103,6 +103,32 @@ async fn create_strictly(
     kube.client.request::<DynamicObject>(http_request).await
 }
 
+/// Reads the HostedCluster and its conditions, failing as the waits do: gone is a
+/// permanent `NotFound`; one of [`UNHEALABLE_CONDITIONS`] False is a permanent
+/// `HostedCluster<reason>` with the operator's message.
+async fn look_at(
+    api: &Api<DynamicObject>,
+    name: &str,
+    what: &str,
+) -> Result<(DynamicObject, Vec<Condition>), ActivityFailure> {
+    let object = api
+        .get_opt(name)
+        .await
+        .map_err(|e| failure(&format!("reading {what}"), e))?
+        .ok_or_else(|| ActivityFailure::permanent("NotFound", format!("{what} does not exist")))?;
+    let conditions = conditions(object.data.get("status"));
+    if let Some(refused) = conditions
+        .iter()
+        .find(|c| c.status == "False" && UNHEALABLE_CONDITIONS.contains(&c.kind.as_str()))
+    {
+        return Err(ActivityFailure::permanent(
+            format!("HostedCluster{}", refused.reason),
+            format!("the operator refuses {what}: {refused}"),
+        ));
+    }
+    Ok((object, conditions))
+}
+
 /// Waits until `Available=True`.
 ///
 /// Errors: one of [`UNHEALABLE_CONDITIONS`] `False` is a permanent
@@ -121,24 +147,8 @@ pub async fn wait_available(
         std::time::Duration::from_secs(request.timeout_secs),
         kube.timing.poll_interval,
         || async {
-            let object = api
-                .get_opt(&request.name)
-                .await
-                .map_err(|e| failure(&format!("reading {what}"), e))?
-                .ok_or_else(|| {
-                    ActivityFailure::permanent("NotFound", format!("{what} does not exist"))
-                })?;
+            let (object, conditions) = look_at(&api, &request.name, &what).await?;
             let status = object.data.get("status");
-            let conditions = conditions(status);
-            if let Some(refused) = conditions
-                .iter()
-                .find(|c| c.status == "False" && UNHEALABLE_CONDITIONS.contains(&c.kind.as_str()))
-            {
-                return Err(ActivityFailure::permanent(
-                    format!("HostedCluster{}", refused.reason),
-                    format!("the operator refuses {what}: {refused}"),
-                ));
-            }
             if find(&conditions, "Available").is_some_and(|c| c.is_true()) {
                 let text = |pointer: &str| {
                     status
@@ -186,23 +196,7 @@ pub async fn wait_condition(
         std::time::Duration::from_secs(request.timeout_secs),
         kube.timing.poll_interval,
         || async {
-            let object = api
-                .get_opt(&request.name)
-                .await
-                .map_err(|e| failure(&format!("reading {what}"), e))?
-                .ok_or_else(|| {
-                    ActivityFailure::permanent("NotFound", format!("{what} does not exist"))
-                })?;
-            let conditions = conditions(object.data.get("status"));
-            if let Some(refused) = conditions
-                .iter()
-                .find(|c| c.status == "False" && UNHEALABLE_CONDITIONS.contains(&c.kind.as_str()))
-            {
-                return Err(ActivityFailure::permanent(
-                    format!("HostedCluster{}", refused.reason),
-                    format!("the operator refuses {what}: {refused}"),
-                ));
-            }
+            let (_, conditions) = look_at(&api, &request.name, &what).await?;
             Ok(match find(&conditions, &request.condition) {
                 Some(condition) if condition.is_true() => Look::Done(HostedClusterCondition {
                     condition: condition.kind.clone(),

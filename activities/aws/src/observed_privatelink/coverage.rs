@@ -7,7 +7,7 @@ use hcpflow_engine::ActivityFailure;
 
 use crate::clients::AwsClients;
 use crate::error::from_sdk;
-use crate::privatelink::zone_offer::zone_ids;
+use crate::privatelink::zone_offer::zone_id;
 
 pub use hcpflow_hypershift::aws::observed_privatelink::{CheckZoneCoverage, ZoneCoverage};
 
@@ -17,20 +17,7 @@ pub async fn check_zone_coverage(
     aws: &AwsClients,
     request: &CheckZoneCoverage,
 ) -> Result<ZoneCoverage, ActivityFailure> {
-    let zone_id = zone_ids(aws, std::slice::from_ref(&request.zone))
-        .await?
-        .into_iter()
-        .next()
-        .map(|(_, id)| id)
-        .ok_or_else(|| {
-            ActivityFailure::permanent(
-                "UnknownAvailabilityZone",
-                format!(
-                    "availability zone {:?} does not exist in {}",
-                    request.zone, aws.region
-                ),
-            )
-        })?;
+    let zone_id = zone_id(aws, &request.zone).await?;
     let subnets = aws
         .ec2
         .describe_subnets()

@@ -17,20 +17,7 @@ pub async fn check_zone_offer(
     aws: &AwsClients,
     request: &CheckZoneOffer,
 ) -> Result<ZoneOffer, ActivityFailure> {
-    let zone_id = zone_ids(aws, std::slice::from_ref(&request.zone))
-        .await?
-        .into_iter()
-        .next()
-        .map(|(_, id)| id)
-        .ok_or_else(|| {
-            ActivityFailure::permanent(
-                "UnknownAvailabilityZone",
-                format!(
-                    "availability zone {:?} does not exist in {}",
-                    request.zone, aws.region
-                ),
-            )
-        })?;
+    let zone_id = zone_id(aws, &request.zone).await?;
 
     let services = aws
         .ec2
@@ -103,6 +90,25 @@ pub async fn check_zone_offer(
         zone_id,
         subnet_id: subnet_id.to_owned(),
     })
+}
+
+/// The id of the zone named `zone` (in this account's names); a permanent
+/// `UnknownAvailabilityZone` when there is none.
+pub(crate) async fn zone_id(aws: &AwsClients, zone: &str) -> Result<String, ActivityFailure> {
+    zone_ids(aws, &[zone.to_owned()])
+        .await?
+        .into_iter()
+        .next()
+        .map(|(_, id)| id)
+        .ok_or_else(|| {
+            ActivityFailure::permanent(
+                "UnknownAvailabilityZone",
+                format!(
+                    "availability zone {zone:?} does not exist in {}",
+                    aws.region
+                ),
+            )
+        })
 }
 
 /// `(name, id)` of the named zones that exist.
