@@ -35,7 +35,7 @@ pub async fn delete_guest_resources(
     request: &DeleteGuestResources,
 ) -> Result<GuestResourcesDeleted, ActivityFailure> {
     let mut deleted = Vec::new();
-    for leftover in find::in_delete_order(aws, &request.infra_id).await? {
+    for leftover in find::in_delete_order(aws, &request.infra_id, &request.vpc_id).await? {
         if delete::one(aws, &leftover).await? {
             scope
                 .log
@@ -47,7 +47,8 @@ pub async fn delete_guest_resources(
         scope.log.deleted(scope.resource(RECORD_KIND, &record));
         deleted.push(format!("{RECORD_KIND} {record}"));
     }
-    let mut left: Vec<Leftover> = find::in_delete_order(aws, &request.infra_id).await?;
+    let mut left: Vec<Leftover> =
+        find::in_delete_order(aws, &request.infra_id, &request.vpc_id).await?;
     if let Some(record) = find::public_record(aws, request).await? {
         left.push(Leftover {
             kind: RECORD_KIND.into(),

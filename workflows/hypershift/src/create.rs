@@ -207,7 +207,10 @@ async fn build(
             infra_id: infra_id.to_owned(),
             vpc_id: network.vpc_id.clone(),
             public_zone_id: public_zone.zone_id.clone(),
-            apps_record: format!("*.apps.{}.{}", input.name, input.base_domain),
+            apps_record: format!(
+                "*.apps.{}",
+                naming::private_zone(&input.name, &input.base_domain)
+            ),
         });
     }
     if by_operator {

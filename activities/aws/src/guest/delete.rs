@@ -95,8 +95,8 @@ async fn bucket(aws: &AwsClients, name: &str) -> Result<bool, ActivityFailure> {
     Ok(unless_not_found(aws.s3.delete_bucket().bucket(name).send().await)?.is_some())
 }
 
-/// Revokes the group's rules (groups of one cluster refer to each other), then deletes
-/// it.
+/// Revokes the group's rules, in and out (groups of one cluster refer to each other),
+/// then deletes it — as `destroy infra`'s `DestroySecurityGroups` does.
 async fn security_group(aws: &AwsClients, id: &str) -> Result<bool, ActivityFailure> {
     let described = unless_not_found(
         aws.ec2
@@ -115,6 +115,17 @@ async fn security_group(aws: &AwsClients, id: &str) -> Result<bool, ActivityFail
                 .revoke_security_group_ingress()
                 .group_id(id)
                 .set_ip_permissions(Some(ingress))
+                .send()
+                .await,
+        )?;
+    }
+    let egress: Vec<IpPermission> = group.ip_permissions_egress().to_vec();
+    if !egress.is_empty() {
+        unless_not_found(
+            aws.ec2
+                .revoke_security_group_egress()
+                .group_id(id)
+                .set_ip_permissions(Some(egress))
                 .send()
                 .await,
         )?;

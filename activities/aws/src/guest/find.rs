@@ -1,5 +1,6 @@
 //! Finding the guest's objects by the cluster tag (the image-registry bucket by its
-//! name, `<infra>-image-registry-…`, as `destroy infra` does).
+//! name, `<infra>-image-registry-…`, and the security groups by the cluster's VPC, as
+//! `destroy infra` does).
 
 use aws_sdk_ec2::types::Filter;
 use aws_sdk_route53::types::RrType;
@@ -147,17 +148,20 @@ async fn classic_load_balancers(
     Ok(found)
 }
 
-/// Every guest object of the infra id, in [`DELETE_ORDER`].
+/// Every guest object of the infra id, in [`DELETE_ORDER`]; the security groups are
+/// every one in the cluster's VPC but `default`, tagged or not, as `destroy infra`
+/// (`DestroySecurityGroups`) takes them: the VPC is the cluster's alone.
 pub async fn in_delete_order(
     aws: &AwsClients,
     infra_id: &str,
+    vpc_id: &str,
 ) -> Result<Vec<Leftover>, ActivityFailure> {
     let mut found = guest_only(aws, infra_id).await?;
     found.extend(elbv2_tagged(aws, infra_id).await?);
     let groups = aws
         .ec2
         .describe_security_groups()
-        .filters(owned_by(infra_id))
+        .filters(Filter::builder().name("vpc-id").values(vpc_id).build())
         .send()
         .await
         .map_err(from_sdk)?;
@@ -165,6 +169,7 @@ pub async fn in_delete_order(
         groups
             .security_groups()
             .iter()
+            .filter(|g| g.group_name() != Some("default"))
             .filter_map(|g| leftover(SECURITY_GROUP_KIND, g.group_id())),
     );
     found.sort_by_key(|l| DELETE_ORDER.iter().position(|k| *k == l.kind));

@@ -11,8 +11,9 @@ use hcpflow_engine::Activity;
 use serde::{Deserialize, Serialize};
 
 /// Registered just before the HostedCluster, so it runs right after its delete (and
-/// before the network's): deletes by the cluster tag what the guest left, then checks
-/// nothing of it is left; fails naming what is.
+/// before the network's): deletes by the cluster tag what the guest left, and every
+/// security group of the VPC but `default`, then checks nothing of it is left; fails
+/// naming what is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeleteGuestResources {
     pub infra_id: String,
