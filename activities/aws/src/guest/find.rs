@@ -16,7 +16,7 @@ use crate::lookup::unless_not_found;
 use crate::naming;
 use crate::privatelink::load_balancer::{LOAD_BALANCER_KIND, TARGET_GROUP_KIND};
 use crate::privatelink::security_group::KIND as SECURITY_GROUP_KIND;
-use crate::route53::same_name;
+use crate::route53::records::find_record_set;
 use crate::sweep::{elbv2_tagged, Leftover};
 
 /// The kinds the guest makes, in the order they can be deleted.
@@ -190,23 +190,11 @@ pub(crate) async fn public_record_set(
     aws: &AwsClients,
     request: &DeleteGuestResources,
 ) -> Result<Option<aws_sdk_route53::types::ResourceRecordSet>, ActivityFailure> {
-    let listed = aws
-        .route53
-        .list_resource_record_sets()
-        .hosted_zone_id(&request.public_zone_id)
-        .start_record_name(&request.apps_record)
-        .max_items(4)
-        .send()
-        .await;
-    let Some(listed) = unless_not_found(listed)? else {
-        return Ok(None);
-    };
-    Ok(listed
-        .resource_record_sets()
-        .iter()
-        .find(|set| {
-            same_name(&set.name().replace("\\052", "*"), &request.apps_record)
-                && matches!(set.r#type(), RrType::Cname | RrType::A)
-        })
-        .cloned())
+    find_record_set(
+        aws,
+        &request.public_zone_id,
+        &request.apps_record,
+        &[RrType::Cname, RrType::A],
+    )
+    .await
 }

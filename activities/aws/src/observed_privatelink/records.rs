@@ -7,10 +7,9 @@ use hcpflow_engine::ActivityFailure;
 use hcpflow_hypershift::aws::observed_privatelink::OWNER;
 
 use crate::clients::AwsClients;
-use crate::lookup::unless_not_found;
 use crate::observed_privatelink::endpoints::{by_service, operator_endpoints, ENDPOINT_KIND};
 use crate::observed_privatelink::{until_seen, Look};
-use crate::route53::records::KIND as RECORD_KIND;
+use crate::route53::records::{find_record_set, KIND as RECORD_KIND};
 use crate::route53::same_name;
 use crate::scope::Scope;
 
@@ -36,22 +35,9 @@ pub async fn cnames(
 ) -> Result<Vec<(String, String)>, ActivityFailure> {
     let mut found = Vec::new();
     for name in names {
-        let listed = aws
-            .route53
-            .list_resource_record_sets()
-            .hosted_zone_id(zone_id)
-            .start_record_name(name)
-            .start_record_type(RrType::Cname)
-            .max_items(1)
-            .send()
-            .await;
-        let Some(listed) = unless_not_found(listed)? else {
-            return Ok(Vec::new());
-        };
-        let set = listed.resource_record_sets().iter().find(|set| {
-            same_name(&set.name().replace("\\052", "*"), name) && set.r#type() == &RrType::Cname
-        });
+        let set = find_record_set(aws, zone_id, name, &[RrType::Cname]).await?;
         if let Some(target) = set
+            .as_ref()
             .and_then(|set| set.resource_records().first())
             .map(|record| record.value().to_owned())
         {

@@ -13,6 +13,7 @@ use crate::naming;
 use crate::observed_privatelink::endpoints::operator_endpoints;
 use crate::observed_privatelink::records::{cnames, record_names};
 use crate::observed_privatelink::{until_seen, Look};
+use crate::privatelink::endpoint_service::live_services;
 
 pub use hcpflow_hypershift::aws::observed_privatelink::AwaitPrivateLinkRemoved;
 
@@ -96,25 +97,11 @@ pub async fn still_there(
     );
 
     let owned = naming::cluster_tag_key(&request.infra_id);
-    let services = aws
-        .ec2
-        .describe_vpc_endpoint_service_configurations()
-        .send()
-        .await
-        .map_err(|error| from_sdk(error).into_failure(true))?;
     left.extend(
-        services
-            .service_configurations()
+        live_services(aws)
+            .await?
             .iter()
             .filter(|service| service.tags().iter().any(|tag| tag.key() == Some(&owned)))
-            .filter(|service| {
-                !service.service_state().is_some_and(|state| {
-                    matches!(
-                        state.as_str().to_ascii_lowercase().as_str(),
-                        "deleted" | "deleting" | "failed"
-                    )
-                })
-            })
             .map(|service| {
                 format!(
                     "endpoint service {}",

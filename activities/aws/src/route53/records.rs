@@ -51,24 +51,12 @@ pub async fn delete_cname(
     scope: &Scope<'_>,
     record: &Cname,
 ) -> Result<(), ActivityFailure> {
-    let listed = aws
-        .route53
-        .list_resource_record_sets()
-        .hosted_zone_id(&record.zone_id)
-        .start_record_name(&record.name)
-        .start_record_type(RrType::Cname)
-        .max_items(1)
-        .send()
-        .await;
-    let Some(listed) = unless_not_found(listed)? else {
+    let Some(current) =
+        find_record_set(aws, &record.zone_id, &record.name, &[RrType::Cname]).await?
+    else {
         return Ok(());
     };
-    let Some(current) = listed.resource_record_sets().iter().find(|set| {
-        same_name(&unescape(set.name()), &record.name) && set.r#type() == &RrType::Cname
-    }) else {
-        return Ok(());
-    };
-    match change(aws, &record.zone_id, ChangeAction::Delete, current.clone()).await {
+    match change(aws, &record.zone_id, ChangeAction::Delete, current).await {
         Ok(()) => {
             scope.log.deleted(scope.resource(KIND, &record.ledger_id()));
             Ok(())
@@ -102,6 +90,32 @@ async fn change(
         .await
         .map_err(from_sdk)?;
     Ok(())
+}
+
+/// The record set named `name` (a wildcard as `*`) of one of `types` in the zone, as it
+/// is now; `None` when there is none, or the zone is gone.
+pub async fn find_record_set(
+    aws: &AwsClients,
+    zone_id: &str,
+    name: &str,
+    types: &[RrType],
+) -> Result<Option<ResourceRecordSet>, ActivityFailure> {
+    let listed = aws
+        .route53
+        .list_resource_record_sets()
+        .hosted_zone_id(zone_id)
+        .start_record_name(name)
+        .max_items(10)
+        .send()
+        .await;
+    let Some(listed) = unless_not_found(listed)? else {
+        return Ok(None);
+    };
+    Ok(listed
+        .resource_record_sets()
+        .iter()
+        .find(|set| same_name(&unescape(set.name()), name) && types.contains(set.r#type()))
+        .cloned())
 }
 
 /// Route53 lists `*` as `\052`.
