@@ -9,7 +9,9 @@
 # Cases: create, scale, destroy, rolled-back, resumed (the default: all five), and
 # scale-patched (run after a `patched` change to scale_node_pool), and
 # operator-privatelink (a create and destroy since the HyperShift operators own
-# PrivateLink; `create` and `destroy` stay the histories recorded before). Needs `make dev-up`
+# PrivateLink; `create` and `destroy` stay the histories recorded before), and
+# tagged-main-table (a create with resource_tags, whose public route table is the VPC's
+# main one, and its destroy). Needs `make dev-up`
 # and a built `hcpflow` (cargo build -p hcpflow-workers). Tests never run this: they
 # replay what it recorded.
 set -euo pipefail
@@ -80,6 +82,15 @@ if wants operator-privatelink; then
   export_to "$create" create_hosted_cluster/three-zones-operator-privatelink.jsonl
   id=$("$hcpflow" cluster destroy "$name" -o json | field '["workflow_id"]')
   export_to "$id" destroy_hosted_cluster/destroy-operator-privatelink.jsonl
+fi
+
+if wants tagged-main-table; then
+  tagged=$dev/golden/tagged.yaml
+  { cat "$spec"; echo "resource_tags: {team: platform, cost-center: \"42\"}"; } > "$tagged"
+  create=$("$hcpflow" cluster create -f "$tagged" -o json | field '["workflow_id"]')
+  export_to "$create" create_hosted_cluster/three-zones-tagged-main-table.jsonl
+  id=$("$hcpflow" cluster destroy "$name" -o json | field '["workflow_id"]')
+  export_to "$id" destroy_hosted_cluster/destroy-tagged-main-table.jsonl
 fi
 
 if wants rolled-back; then

@@ -24,6 +24,10 @@ One moto deviation is corrected on the way back, so the code under test sees wha
 sends: moto 5 lists a new zone's SOA record with the value `{'Value': '<soa>'}` (a
 Python dict turned into text) instead of `<soa>`; Route53 ListResourceRecordSets
 answers are given the plain value.
+
+One moto leniency is refused as AWS refuses it: moto deletes a VPC's main route table;
+AWS answers DeleteRouteTable on it with DependencyViolation (a main table goes only with
+its VPC).
 """
 
 import argparse
@@ -97,6 +101,27 @@ def take_rule(key, action):
                 rule["times"] -= 1
             return dict(rule)
     return None
+
+
+def is_main_route_table(upstream, headers, body):
+    """Whether the DeleteRouteTable in `body` names a table holding its VPC's main
+    association (asked of moto with the request's own signature headers)."""
+    table = urllib.parse.parse_qs(body.decode("utf-8", "replace")).get("RouteTableId")
+    if not table:
+        return False
+    query = urllib.parse.urlencode({"Action": "DescribeRouteTables", "Version": "2016-11-15",
+                                    "RouteTableId.1": table[0]}).encode()
+    connection = http.client.HTTPConnection(*upstream, timeout=60)
+    try:
+        connection.request("POST", "/", body=query, headers={
+            "Authorization": headers.get("Authorization", ""),
+            "Content-Type": "application/x-www-form-urlencoded; charset=utf-8"})
+        answer = connection.getresponse().read().decode("utf-8", "replace")
+    except OSError:
+        return False
+    finally:
+        connection.close()
+    return re.search(r"<main>\s*true\s*</main>", answer) is not None
 
 
 def error_body(service, code, message):
@@ -185,6 +210,11 @@ class Handler(BaseHTTPRequestHandler):
                               "text/xml")
         if fault == "delay":
             time.sleep(int(rule.get("delay_ms", 1000)) / 1000)
+        if action == "DeleteRouteTable" and is_main_route_table(self.upstream, self.headers, body):
+            table = urllib.parse.parse_qs(body.decode("utf-8", "replace"))["RouteTableId"][0]
+            return self.reply(400, error_body(
+                service, "DependencyViolation",
+                f"The routeTable '{table}' has dependencies and cannot be deleted."), "text/xml")
         self.forward(method, body)
 
     def forward(self, method, body):

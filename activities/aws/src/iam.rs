@@ -11,6 +11,7 @@ pub mod worker;
 
 use aws_sdk_iam::types::Tag;
 use hcpflow_engine::ActivityFailure;
+use hcpflow_hypershift::resource_tags::ResourceTags;
 
 use crate::error::AwsError;
 use crate::naming;
@@ -25,10 +26,22 @@ pub(crate) fn create_failed(error: AwsError) -> ActivityFailure {
     }
 }
 
+/// Whose a new IAM object is: the cluster, and the tags its user asked for.
+#[derive(Clone, Copy)]
+pub(crate) struct Owner<'a> {
+    pub infra_id: &'a str,
+    pub resource_tags: &'a ResourceTags,
+}
+
 /// The tags of a new IAM object.
-pub(crate) fn tags(infra_id: &str, name: &str, idempotency_key: &str) -> Vec<Tag> {
-    naming::tags(infra_id, Some(name), idempotency_key)
-        .into_iter()
-        .filter_map(|(key, value)| Tag::builder().key(key).value(value).build().ok())
-        .collect()
+pub(crate) fn tags(owner: Owner<'_>, name: &str, idempotency_key: &str) -> Vec<Tag> {
+    naming::tags(
+        owner.infra_id,
+        Some(name),
+        idempotency_key,
+        owner.resource_tags,
+    )
+    .into_iter()
+    .filter_map(|(key, value)| Tag::builder().key(key).value(value).build().ok())
+    .collect()
 }

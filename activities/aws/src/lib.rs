@@ -42,7 +42,7 @@ pub mod sweep;
 
 // Names, tags and the subnet plan are the workflows' as much as ours: they live in
 // hcpflow-hypershift and are re-exported under their old paths.
-pub use hcpflow_hypershift::{naming, network_plan};
+pub use hcpflow_hypershift::{naming, network_plan, resource_tags};
 
 pub use clients::{AwsClients, AwsSettings};
 pub use dispatch::AwsActivities;

@@ -76,11 +76,7 @@ pub fn hosted_cluster(request: &CreateHostedCluster) -> Result<Value, ActivityFa
         )));
     }
     let owned_tag = format!("kubernetes.io/cluster/{}", request.infra_id);
-    let mut tags: BTreeMap<&str, &str> = request
-        .resource_tags
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
+    let mut tags: BTreeMap<&str, &str> = request.resource_tags.iter().collect();
     tags.insert(&owned_tag, "owned");
     if tags.len() > MAX_RESOURCE_TAGS {
         return Err(invalid(format!(
@@ -295,7 +291,7 @@ mod tests {
                 etcd_encryption_key: "demo-etcd-encryption-key".into(),
                 service_account_signing_key: "demo-sa-token-issuer-key".into(),
             },
-            resource_tags: BTreeMap::new(),
+            resource_tags: Default::default(),
             availability_policy: None,
             annotations: BTreeMap::new(),
         }

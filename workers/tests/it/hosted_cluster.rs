@@ -30,14 +30,12 @@ async fn a_cluster_is_created_scaled_and_destroyed_leaving_nothing() {
     let server = server_with_key(&stack, &prefix, &format!("{prefix}-key")).await;
     let name = cluster_name("hc");
 
-    // Create: 3 zones, PublicAndPrivate, 2 replicas per NodePool.
+    // Create: 3 zones, PublicAndPrivate, 2 replicas per NodePool, a tag of the user's.
     let create_id = format!("{prefix}-create");
+    let mut input = create_input(&name, &pre, 2);
+    input["resource_tags"] = json!({"team": "platform"});
     let reply = server
-        .start_workflow(
-            "create_hosted_cluster",
-            &create_id,
-            create_input(&name, &pre, 2),
-        )
+        .start_workflow("create_hosted_cluster", &create_id, input)
         .await;
     assert_eq!(reply["ok"], true, "{reply}");
     let status = server
@@ -56,6 +54,8 @@ async fn a_cluster_is_created_scaled_and_destroyed_leaving_nothing() {
     wait_for_guest(moto, &infra_id).await;
     let held = holdings(moto, kube, &name, &infra_id, &pre).await;
     assert_eq!(held, Holdings::one_cluster());
+    assert_user_tag_everywhere(moto, &infra_id, ("team", "platform")).await;
+    assert_public_table_is_main(moto, output["vpc_id"].as_str().unwrap(), &infra_id).await;
     // The OIDC documents are the issuer's.
     let discovery = moto
         .s3
@@ -80,6 +80,14 @@ async fn a_cluster_is_created_scaled_and_destroyed_leaving_nothing() {
         .iter()
         .any(|c| c["type"] == "Available" && c["status"] == "True");
     assert!(available, "{}", hc.data["status"]);
+    let given_tags = &hc.data["spec"]["platform"]["aws"]["resourceTags"];
+    assert!(
+        given_tags
+            .as_array()
+            .unwrap()
+            .contains(&json!({"key": "team", "value": "platform"})),
+        "{given_tags}"
+    );
     let pools: Api<DynamicObject> = Api::namespaced_with(
         kube.clone(),
         &format!("ns-{name}"),
@@ -301,4 +309,119 @@ async fn a_private_cluster_gets_the_operators_privatelink_in_every_zone() {
         holdings(moto, kube, &name, &infra_id, &pre).await,
         Holdings::default()
     );
+}
+
+/// Every EC2 object with the cluster's tag (hcpflow's, the operators' and the guest's),
+/// every IAM role and profile of the infra id, and the private zones carry the user's
+/// tag: read from moto directly.
+async fn assert_user_tag_everywhere(
+    moto: &hcpflow_aws::AwsClients,
+    infra_id: &str,
+    tag: (&str, &str),
+) {
+    use aws_sdk_ec2::types::Filter;
+    let resources_with = |key: String, value: String| async move {
+        let mut ids = std::collections::BTreeSet::new();
+        let mut pages = moto
+            .ec2
+            .describe_tags()
+            .filters(Filter::builder().name("key").values(key).build())
+            .filters(Filter::builder().name("value").values(value).build())
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            for found in page.unwrap().tags() {
+                ids.insert(found.resource_id().unwrap_or_default().to_owned());
+            }
+        }
+        ids
+    };
+    let owned = resources_with(format!("kubernetes.io/cluster/{infra_id}"), "owned".into()).await;
+    let tagged = resources_with(tag.0.into(), tag.1.into()).await;
+    assert!(owned.len() > 20, "{owned:?}");
+    let untagged: Vec<_> = owned.difference(&tagged).collect();
+    assert!(untagged.is_empty(), "without the user's tag: {untagged:?}");
+
+    let roles = moto.iam.list_roles().send().await.unwrap();
+    let ours: Vec<_> = roles
+        .roles()
+        .iter()
+        .filter(|role| role.role_name().starts_with(&format!("{infra_id}-")))
+        .collect();
+    assert_eq!(ours.len(), 8, "seven operator roles and the worker's");
+    for role in ours {
+        let tags = moto
+            .iam
+            .list_role_tags()
+            .role_name(role.role_name())
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            tags.tags().iter().any(|t| (t.key(), t.value()) == tag),
+            "{}: {:?}",
+            role.role_name(),
+            tags.tags()
+        );
+    }
+    let zones = moto.route53.list_hosted_zones().send().await.unwrap();
+    let mut private_zones = 0;
+    for zone in zones.hosted_zones() {
+        let id = zone.id().trim_start_matches("/hostedzone/");
+        let tags = moto
+            .route53
+            .list_tags_for_resource()
+            .resource_type(aws_sdk_route53::types::TagResourceType::Hostedzone)
+            .resource_id(id)
+            .send()
+            .await
+            .unwrap();
+        let tags = tags
+            .resource_tag_set()
+            .map(|set| set.tags())
+            .unwrap_or_default();
+        let theirs = tags
+            .iter()
+            .any(|t| t.key() == Some(&format!("kubernetes.io/cluster/{infra_id}")));
+        if theirs {
+            private_zones += 1;
+            assert!(
+                tags.iter()
+                    .any(|t| (t.key(), t.value()) == (Some(tag.0), Some(tag.1))),
+                "{}: {tags:?}",
+                zone.name()
+            );
+        }
+    }
+    assert_eq!(
+        private_zones, 2,
+        "the private zone and the .hypershift.local zone"
+    );
+}
+
+/// The VPC's main route table is the cluster's public one (`<infra-id>-public`), as
+/// `hypershift create infra aws` makes it.
+async fn assert_public_table_is_main(moto: &hcpflow_aws::AwsClients, vpc_id: &str, infra_id: &str) {
+    use aws_sdk_ec2::types::Filter;
+    let tables = moto
+        .ec2
+        .describe_route_tables()
+        .filters(Filter::builder().name("vpc-id").values(vpc_id).build())
+        .filters(
+            Filter::builder()
+                .name("association.main")
+                .values("true")
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let names: Vec<_> = tables
+        .route_tables()
+        .iter()
+        .flat_map(|table| table.tags())
+        .filter(|t| t.key() == Some("Name"))
+        .filter_map(|t| t.value())
+        .collect();
+    assert_eq!(names, [format!("{infra_id}-public")]);
 }

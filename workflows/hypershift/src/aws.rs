@@ -75,6 +75,7 @@ mod tests {
         let create = CreateVpc {
             infra_id: "demo-x7k2p".into(),
             cidr_block: "10.0.0.0/16".into(),
+            resource_tags: Default::default(),
         };
         assert_eq!(create.options().start_to_close_timeout_ms, 15 * 60 * 1000);
         // A cancel waits for a running create (so its compensation is registered), not

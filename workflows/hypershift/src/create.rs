@@ -31,6 +31,7 @@ use crate::kube::node_pool::{ApplyNodePool, ScaleNodePool, WaitNodePoolReady};
 use crate::kube::secrets::ApplySecrets;
 use crate::privatelink::{self, ObservedPrivateLink, PrivateLink};
 use crate::registry::{ClusterState, MarkCluster, RegisterCluster};
+use crate::resource_tags::ResourceTags;
 use crate::{naming, network_plan, Delete};
 
 pub const TYPE: &str = "create_hosted_cluster";
@@ -40,6 +41,9 @@ const REGION_CHECKED: &str = "region-checked";
 
 /// The patch after which a create registers the deletion of what the guest leaves.
 const GUEST_RESOURCES_DELETED: &str = "guest-resources-deleted";
+
+/// The patch after which the public route table is the VPC's main table.
+const PUBLIC_ROUTE_TABLE_MAIN: &str = "public-route-table-main";
 
 pub type Input = CreateClusterInput<Sealed<String>>;
 
@@ -150,7 +154,15 @@ async fn build(
     let network = network(ctx, input, infra_id).await?;
     let (signing_key, documents, provider) =
         oidc(ctx, input, infra_id, &prerequisites.oidc_bucket_region).await?;
-    let (roles, worker) = iam(ctx, infra_id, &provider, &public_zone.zone_id, &network).await?;
+    let (roles, worker) = iam(
+        ctx,
+        infra_id,
+        &input.resource_tags,
+        &provider,
+        &public_zone.zone_id,
+        &network,
+    )
+    .await?;
     let role_arn = |suffix: &str| {
         roles
             .iter()
@@ -238,7 +250,7 @@ async fn build(
                 .map(|(suffix, field)| ((*field).to_owned(), role_arn(suffix)))
                 .collect(),
             secrets,
-            resource_tags: BTreeMap::new(),
+            resource_tags: input.resource_tags.clone(),
             annotations: input.annotations.clone(),
             availability_policy: input.availability_policy.clone(),
         })
@@ -317,6 +329,7 @@ struct ZoneNetwork {
 async fn zone_network(
     ctx: &WorkflowContext,
     infra_id: &str,
+    resource_tags: &ResourceTags,
     vpc_id: &str,
     zone: &network_plan::ZoneSubnets,
 ) -> Result<ZoneNetwork, WorkflowError> {
@@ -326,6 +339,7 @@ async fn zone_network(
         zone: zone.zone.clone(),
         cidr_block: cidr.to_owned(),
         exposure,
+        resource_tags: resource_tags.clone(),
     };
     let private = ctx
         .activity(subnet(Exposure::Private, &zone.private_cidr))
@@ -340,6 +354,7 @@ async fn zone_network(
             infra_id: infra_id.to_owned(),
             zone: zone.zone.clone(),
             subnet_id: public.subnet_id.clone(),
+            resource_tags: resource_tags.clone(),
         })
         .await?;
     ctx.on_rollback(Delete(nat.clone()));
@@ -350,6 +365,8 @@ async fn zone_network(
             name: naming::private_route_table(infra_id, &zone.zone),
             default_route: DefaultRoute::NatGateway(nat.nat_gateway_id.clone()),
             subnet_ids: vec![private.subnet_id.clone()],
+            resource_tags: resource_tags.clone(),
+            main: false,
         })
         .await?;
     ctx.on_rollback(Delete(table.clone()));
@@ -372,6 +389,7 @@ async fn network(
         .activity(CreateVpc {
             infra_id: infra_id.to_owned(),
             cidr_block: input.vpc_cidr.clone(),
+            resource_tags: input.resource_tags.clone(),
         })
         .await?;
     ctx.on_rollback(Delete(vpc.clone()));
@@ -380,6 +398,7 @@ async fn network(
         .activity(CreateDhcpOptions {
             infra_id: infra_id.to_owned(),
             vpc_id: vpc_id.clone(),
+            resource_tags: input.resource_tags.clone(),
         })
         .await?;
     ctx.on_rollback(Delete(dhcp));
@@ -387,6 +406,7 @@ async fn network(
         .activity(CreateInternetGateway {
             infra_id: infra_id.to_owned(),
             vpc_id: vpc_id.clone(),
+            resource_tags: input.resource_tags.clone(),
         })
         .await?;
     ctx.on_rollback(Delete(igw.clone()));
@@ -394,7 +414,7 @@ async fn network(
     let zones: Vec<ZoneNetwork> = ctx
         .join_all(
             plan.iter()
-                .map(|zone| zone_network(ctx, infra_id, &vpc_id, zone)),
+                .map(|zone| zone_network(ctx, infra_id, &input.resource_tags, &vpc_id, zone)),
         )
         .await
         .into_iter()
@@ -406,6 +426,9 @@ async fn network(
             name: naming::public_route_table(infra_id),
             default_route: DefaultRoute::InternetGateway(igw.internet_gateway_id.clone()),
             subnet_ids: zones.iter().map(|z| z.public.subnet_id.clone()).collect(),
+            resource_tags: input.resource_tags.clone(),
+            // Creates from before the patch replay with a public table that is not main.
+            main: ctx.patched(PUBLIC_ROUTE_TABLE_MAIN),
         })
         .await?;
     ctx.on_rollback(Delete(public_table.clone()));
@@ -419,6 +442,7 @@ async fn network(
                 .map(|z| z.route_table_id.clone())
                 .chain([public_table.route_table_id.clone()])
                 .collect(),
+            resource_tags: input.resource_tags.clone(),
         })
         .await?;
     ctx.on_rollback(Delete(s3));
@@ -426,6 +450,7 @@ async fn network(
         infra_id: infra_id.to_owned(),
         name,
         vpc_id: vpc_id.clone(),
+        resource_tags: input.resource_tags.clone(),
     };
     let private_zone = ctx
         .activity(zone(naming::private_zone(&input.name, &input.base_domain)))
@@ -467,6 +492,7 @@ async fn oidc(
         .activity(CreateOidcProvider {
             infra_id: infra_id.to_owned(),
             issuer_url: documents.issuer_url.clone(),
+            resource_tags: input.resource_tags.clone(),
         })
         .await?;
     ctx.on_rollback(Delete(provider.clone()));
@@ -476,6 +502,7 @@ async fn oidc(
 async fn iam(
     ctx: &WorkflowContext,
     infra_id: &str,
+    resource_tags: &ResourceTags,
     provider: &OidcProvider,
     public_zone_id: &str,
     network: &Network,
@@ -491,6 +518,7 @@ async fn iam(
                     public_zone_id: public_zone_id.to_owned(),
                     private_zone_id: network.private_zone.zone_id.clone(),
                     local_zone_id: network.local_zone.zone_id.clone(),
+                    resource_tags: resource_tags.clone(),
                 })
                 .await?;
             ctx.on_rollback(Delete(role.clone()));
@@ -502,6 +530,7 @@ async fn iam(
     let worker = ctx
         .activity(CreateWorkerProfile {
             infra_id: infra_id.to_owned(),
+            resource_tags: resource_tags.clone(),
         })
         .await?;
     ctx.on_rollback(Delete(worker.clone()));

@@ -8,6 +8,7 @@ use hcpflow_engine::scrub_quoted;
 use serde::{Deserialize, Serialize};
 
 use crate::network_plan;
+use crate::resource_tags::ResourceTags;
 use crate::shape::{self, optional, required, Field, Kind};
 
 const MANAGEMENT_FIELDS: &[Field] = &[
@@ -44,6 +45,7 @@ const CREATE_FIELDS: &[Field] = &[
     optional("control_plane_timeout_secs", Kind::Integer),
     optional("node_pool_timeout_secs", Kind::Integer),
     optional("availability_policy", Kind::String),
+    optional("resource_tags", Kind::StringMap),
     optional("annotations", Kind::StringMap),
 ];
 
@@ -134,6 +136,10 @@ pub struct CreateClusterInput<S> {
     /// guest infrastructure's availability policy.
     #[serde(default)]
     pub availability_policy: Option<String>,
+    /// Tags for every AWS object of the cluster, hcpflow's and the operators' (see
+    /// [`ResourceTags`]).
+    #[serde(default)]
+    pub resource_tags: ResourceTags,
     /// Annotations for the HostedCluster (the local emulator's failure injection).
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
@@ -383,6 +389,9 @@ impl<S> CreateClusterInput<S> {
                 ));
             }
         }
+        for tag_problem in self.resource_tags.problems() {
+            problem(tag_problem);
+        }
         let mut pool_names = BTreeSet::new();
         for (index, pool) in self.node_pools.iter().enumerate() {
             let at = format!("node_pools[{index}]");
@@ -569,6 +578,23 @@ mod tests {
         input["node_pools"][0]["arch"] = json!("arm64");
         input["node_pools"][0]["instance_type"] = json!("m6g.large");
         validate_create(&input).unwrap();
+    }
+
+    #[test]
+    fn resource_tags_are_checked_with_the_rest() {
+        let mut input = valid();
+        input["resource_tags"] = json!({"team": "platform", "bad key": "x", "Name": "mine"});
+        input["name"] = json!("Demo_Cluster");
+        let text = validate_create(&input).unwrap_err().join("\n");
+        assert!(text.contains("name:"), "{text}");
+        assert!(text.contains("resource_tags: key \"bad key\""), "{text}");
+        assert!(
+            text.contains("resource_tags: key \"Name\" is set by"),
+            "{text}"
+        );
+        input["resource_tags"] = json!({"team": 7});
+        let text = validate_create(&input).unwrap_err().join("\n");
+        assert!(text.contains("resource_tags"), "{text}");
     }
 
     #[test]

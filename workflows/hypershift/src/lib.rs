@@ -8,7 +8,8 @@
 //! - [`aws`], [`kube`], [`registry`]: the activities' requests, results and type names
 //!   (implemented in `hcpflow-aws`, `hcpflow-kube` and the workers);
 //! - [`Delete`]: the compensation of a create, whose request is the create's result;
-//! - [`naming`], [`network_plan`]: AWS names and tags, and the subnet plan.
+//! - [`naming`], [`network_plan`], [`resource_tags`]: AWS names and tags, the subnet
+//!   plan, and the user's tags.
 
 pub mod aws;
 pub mod create;
@@ -20,6 +21,7 @@ pub mod naming;
 pub mod network_plan;
 pub mod privatelink;
 pub mod registry;
+pub mod resource_tags;
 pub mod scale;
 mod shape;
 

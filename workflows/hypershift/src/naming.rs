@@ -1,6 +1,8 @@
 //! Names and tags of the AWS resources of a cluster (hypershift-aws.md §1): the tags
 //! are how a create finds an earlier attempt's resource, and how the sweep finds leaks.
 
+use crate::resource_tags::ResourceTags;
+
 /// `kubernetes.io/cluster/<infra-id>` = `owned`: the main key for lookup and destroy.
 pub fn cluster_tag_key(infra_id: &str) -> String {
     format!("kubernetes.io/cluster/{infra_id}")
@@ -11,14 +13,23 @@ pub const INFRA_ID_TAG: &str = "hypershift.openshift.io/infra-id";
 pub const IDEMPOTENCY_TAG: &str = "hcpflow.io/idempotency-key";
 pub const NAME_TAG: &str = "Name";
 
-/// The tags every created resource carries: the cluster tag, the infra id, the
-/// idempotency key of the activity that made it, and its `Name` when it has one.
-pub fn tags(infra_id: &str, name: Option<&str>, idempotency_key: &str) -> Vec<(String, String)> {
-    let mut tags = vec![
+/// The tags every created resource carries: the user's, the cluster tag, the infra id,
+/// the idempotency key of the activity that made it, and its `Name` when it has one.
+pub fn tags(
+    infra_id: &str,
+    name: Option<&str>,
+    idempotency_key: &str,
+    user: &ResourceTags,
+) -> Vec<(String, String)> {
+    let mut tags: Vec<(String, String)> = user
+        .iter()
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .collect();
+    tags.extend([
         (cluster_tag_key(infra_id), CLUSTER_TAG_VALUE.to_owned()),
         (INFRA_ID_TAG.to_owned(), infra_id.to_owned()),
         (IDEMPOTENCY_TAG.to_owned(), idempotency_key.to_owned()),
-    ];
+    ]);
     if let Some(name) = name {
         tags.push((NAME_TAG.to_owned(), name.to_owned()));
     }
@@ -110,7 +121,9 @@ mod tests {
         );
         assert_eq!(private_zone("demo", "example.com."), "demo.example.com");
         assert_eq!(local_zone("demo"), "demo.hypershift.local");
-        let tags = tags("demo-x7k2p", Some("demo-x7k2p-vpc"), "hf-abc-2");
+        let user = ResourceTags([("team".to_owned(), "platform".to_owned())].into());
+        let tags = tags("demo-x7k2p", Some("demo-x7k2p-vpc"), "hf-abc-2", &user);
+        assert!(tags.contains(&("team".into(), "platform".into())));
         assert!(tags.contains(&("kubernetes.io/cluster/demo-x7k2p".into(), "owned".into())));
         assert!(tags.contains(&("hcpflow.io/idempotency-key".into(), "hf-abc-2".into())));
         assert!(tags.contains(&("Name".into(), "demo-x7k2p-vpc".into())));

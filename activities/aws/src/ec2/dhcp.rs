@@ -37,6 +37,7 @@ pub async fn create_dhcp_options(
         &request.infra_id,
         None,
         scope.idempotency_key,
+        &request.resource_tags,
     );
     let dhcp_options_id = find_or_create(
         scope,

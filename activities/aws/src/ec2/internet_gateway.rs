@@ -54,6 +54,7 @@ pub async fn create_internet_gateway(
                     &request.infra_id,
                     Some(&name),
                     scope.idempotency_key,
+                    &request.resource_tags,
                 ))
                 .send()
                 .await

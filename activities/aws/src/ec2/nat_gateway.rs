@@ -70,6 +70,7 @@ pub async fn create_nat_gateway(
                     &request.infra_id,
                     Some(&name),
                     scope.idempotency_key,
+                    &request.resource_tags,
                 ))
                 .send()
                 .await
@@ -116,6 +117,7 @@ pub async fn create_nat_gateway(
                     &request.infra_id,
                     Some(&name),
                     scope.idempotency_key,
+                    &request.resource_tags,
                 ))
                 .send()
                 .await

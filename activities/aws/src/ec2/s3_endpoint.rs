@@ -60,6 +60,7 @@ pub async fn create_s3_endpoint(
                     &request.infra_id,
                     None,
                     scope.idempotency_key,
+                    &request.resource_tags,
                 ))
                 .send()
                 .await

@@ -59,6 +59,7 @@ pub async fn create_subnet(
                 &request.infra_id,
                 Some(&name),
                 scope.idempotency_key,
+                &request.resource_tags,
                 &extra,
             );
             let created = aws

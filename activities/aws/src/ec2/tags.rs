@@ -3,15 +3,18 @@
 use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
 
 use crate::naming;
+use hcpflow_hypershift::resource_tags::ResourceTags;
 
-/// The tags of a new resource, as a tag specification for its create call.
+/// The tags of a new resource (hcpflow's and the user's), as a tag specification for
+/// its create call.
 pub fn specification(
     resource_type: ResourceType,
     infra_id: &str,
     name: Option<&str>,
     idempotency_key: &str,
+    user: &ResourceTags,
 ) -> TagSpecification {
-    specification_with(resource_type, infra_id, name, idempotency_key, &[])
+    specification_with(resource_type, infra_id, name, idempotency_key, user, &[])
 }
 
 /// [`specification`] plus tags of the resource's own (a subnet's load-balancer role).
@@ -20,12 +23,13 @@ pub fn specification_with(
     infra_id: &str,
     name: Option<&str>,
     idempotency_key: &str,
+    user: &ResourceTags,
     extra: &[(&str, &str)],
 ) -> TagSpecification {
     let extra = extra
         .iter()
         .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()));
-    let tags = naming::tags(infra_id, name, idempotency_key)
+    let tags = naming::tags(infra_id, name, idempotency_key, user)
         .into_iter()
         .chain(extra)
         .map(|(key, value)| Tag::builder().key(key).value(value).build());

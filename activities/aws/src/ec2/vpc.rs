@@ -52,6 +52,7 @@ pub async fn create_vpc(
                     &request.infra_id,
                     Some(&name),
                     scope.idempotency_key,
+                    &request.resource_tags,
                 ))
                 .send()
                 .await

@@ -7,6 +7,7 @@ use hcpflow_engine::ActivityFailure;
 
 use crate::clients::AwsClients;
 use crate::error::from_sdk;
+use crate::iam::Owner;
 use crate::lookup::{deleted, find_or_create};
 use crate::scope::Scope;
 
@@ -47,7 +48,10 @@ pub async fn create_oidc_provider(
                 .set_client_id_list(Some(CLIENT_IDS.iter().map(|id| (*id).to_owned()).collect()))
                 .thumbprint_list(THUMBPRINT)
                 .set_tags(Some(crate::iam::tags(
-                    &request.infra_id,
+                    Owner {
+                        infra_id: &request.infra_id,
+                        resource_tags: &request.resource_tags,
+                    },
                     &issuer,
                     scope.idempotency_key,
                 )))

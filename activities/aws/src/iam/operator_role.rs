@@ -6,6 +6,7 @@ use hcpflow_engine::ActivityFailure;
 
 use crate::clients::AwsClients;
 use crate::iam::role::{ensure_role, Role};
+use crate::iam::Owner;
 use crate::policies::ZoneIds;
 use crate::roles::{OperatorRole, OPERATOR_ROLES};
 use crate::scope::Scope;
@@ -43,5 +44,9 @@ pub async fn create_operator_role(
         .map_err(|e| ActivityFailure::permanent("InvalidPolicy", e.to_string()))?;
     let name = role.name(&request.infra_id);
     let trust = role.trust_policy(&request.provider_arn, &request.issuer);
-    ensure_role(aws, scope, &request.infra_id, &name, &trust, &name, &policy).await
+    let owner = Owner {
+        infra_id: &request.infra_id,
+        resource_tags: &request.resource_tags,
+    };
+    ensure_role(aws, scope, owner, &name, &trust, &name, &policy).await
 }

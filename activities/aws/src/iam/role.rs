@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::clients::AwsClients;
 use crate::error::from_sdk;
-use crate::iam::policy_document;
+use crate::iam::{policy_document, Owner};
 use crate::lookup::{deleted, unless_not_found};
 use crate::scope::Scope;
 
@@ -20,7 +20,7 @@ pub const KIND: &str = "iam:role";
 pub(crate) async fn ensure_role(
     aws: &AwsClients,
     scope: &Scope<'_>,
-    infra_id: &str,
+    owner: Owner<'_>,
     name: &str,
     trust: &Value,
     policy_name: &str,
@@ -45,11 +45,7 @@ pub(crate) async fn ensure_role(
                 .create_role()
                 .role_name(name)
                 .assume_role_policy_document(trust.to_string())
-                .set_tags(Some(crate::iam::tags(
-                    infra_id,
-                    name,
-                    scope.idempotency_key,
-                )))
+                .set_tags(Some(crate::iam::tags(owner, name, scope.idempotency_key)))
                 .send()
                 .await;
             match created {

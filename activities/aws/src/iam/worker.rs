@@ -7,6 +7,7 @@ use serde_json::json;
 use crate::clients::AwsClients;
 use crate::error::from_sdk;
 use crate::iam::role::{delete_role, ensure_role};
+use crate::iam::Owner;
 use crate::lookup::{deleted, unless_not_found};
 use crate::policies::{Policy, ZoneIds};
 use crate::scope::Scope;
@@ -52,10 +53,14 @@ pub async fn create_worker_profile(
     let policy = Policy::Worker
         .render(&unused)
         .map_err(|e| ActivityFailure::permanent("InvalidPolicy", e.to_string()))?;
+    let owner = Owner {
+        infra_id,
+        resource_tags: &request.resource_tags,
+    };
     let role = ensure_role(
         aws,
         scope,
-        infra_id,
+        owner,
         &role_name(infra_id),
         &trust,
         &policy_name(infra_id),
@@ -63,7 +68,7 @@ pub async fn create_worker_profile(
     )
     .await?;
     let name = instance_profile_name(infra_id);
-    match ensure_profile(aws, scope, infra_id, &name, &role).await {
+    match ensure_profile(aws, scope, owner, &name, &role).await {
         Ok(arn) => Ok(WorkerProfile {
             role,
             instance_profile_name: name,
@@ -90,7 +95,7 @@ pub async fn create_worker_profile(
 async fn ensure_profile(
     aws: &AwsClients,
     scope: &Scope<'_>,
-    infra_id: &str,
+    owner: Owner<'_>,
     name: &str,
     role: &Role,
 ) -> Result<String, ActivityFailure> {
@@ -116,11 +121,7 @@ async fn ensure_profile(
                 .iam
                 .create_instance_profile()
                 .instance_profile_name(&name)
-                .set_tags(Some(crate::iam::tags(
-                    infra_id,
-                    &name,
-                    scope.idempotency_key,
-                )))
+                .set_tags(Some(crate::iam::tags(owner, &name, scope.idempotency_key)))
                 .send()
                 .await;
             match created {

@@ -65,6 +65,9 @@ pub async fn create_interface_endpoint(
                     &request.infra_id,
                     Some(&name),
                     scope.idempotency_key,
+                    // Built for creates from before the operators owned PrivateLink, which had no
+                    // user tags.
+                    &Default::default(),
                 ))
                 .send()
                 .await

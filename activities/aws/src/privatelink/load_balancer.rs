@@ -31,7 +31,7 @@ pub const LISTENER_KIND: &str = "elbv2:listener";
 const WAIT: Duration = Duration::from_secs(300);
 
 fn tags(infra_id: &str, name: &str, idempotency_key: &str) -> Vec<Tag> {
-    naming::tags(infra_id, Some(name), idempotency_key)
+    naming::tags(infra_id, Some(name), idempotency_key, &Default::default())
         .into_iter()
         .map(|(key, value)| Tag::builder().key(key).value(value).build())
         .collect()

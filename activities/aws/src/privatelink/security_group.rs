@@ -77,6 +77,9 @@ pub async fn create_endpoint_security_group(
                     &request.infra_id,
                     Some(&name),
                     scope.idempotency_key,
+                    // Built for creates from before the operators owned PrivateLink, which had no
+                    // user tags.
+                    &Default::default(),
                 ))
                 .send()
                 .await;

@@ -159,6 +159,7 @@ pub async fn create_private_zone(
         &request.infra_id,
         Some(&request.name),
         scope.idempotency_key,
+        &request.resource_tags,
     )
     .into_iter()
     .map(|(key, value)| Tag::builder().key(key).value(value).build());

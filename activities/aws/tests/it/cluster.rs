@@ -148,6 +148,7 @@ impl Cluster<'_> {
             &CreateVpc {
                 infra_id: id.clone(),
                 cidr_block: "10.0.0.0/16".into(),
+                resource_tags: Default::default(),
             },
         )
         .await
@@ -159,6 +160,7 @@ impl Cluster<'_> {
             &CreateDhcpOptions {
                 infra_id: id.clone(),
                 vpc_id: vpc_id.clone(),
+                resource_tags: Default::default(),
             },
         )
         .await
@@ -169,6 +171,7 @@ impl Cluster<'_> {
             &CreateInternetGateway {
                 infra_id: id.clone(),
                 vpc_id: vpc_id.clone(),
+                resource_tags: Default::default(),
             },
         )
         .await
@@ -183,6 +186,7 @@ impl Cluster<'_> {
                 zone: zone.zone.clone(),
                 cidr_block: cidr.into(),
                 exposure,
+                resource_tags: Default::default(),
             };
             let private = create_subnet(
                 aws,
@@ -205,6 +209,7 @@ impl Cluster<'_> {
                     infra_id: id.clone(),
                     zone: zone.zone.clone(),
                     subnet_id: public.subnet_id.clone(),
+                    resource_tags: Default::default(),
                 },
             )
             .await
@@ -218,6 +223,8 @@ impl Cluster<'_> {
                     name: naming::private_route_table(&id, &zone.zone),
                     default_route: DefaultRoute::NatGateway(nat.nat_gateway_id.clone()),
                     subnet_ids: vec![private.subnet_id.clone()],
+                    main: false,
+                    resource_tags: Default::default(),
                 },
             )
             .await
@@ -236,6 +243,8 @@ impl Cluster<'_> {
                 name: naming::public_route_table(&id),
                 default_route: DefaultRoute::InternetGateway(igw.internet_gateway_id.clone()),
                 subnet_ids: public_subnets.iter().map(|s| s.subnet_id.clone()).collect(),
+                main: false,
+                resource_tags: Default::default(),
             },
         )
         .await
@@ -251,6 +260,7 @@ impl Cluster<'_> {
                     .chain([&public_table])
                     .map(|t| t.route_table_id.clone())
                     .collect(),
+                resource_tags: Default::default(),
             },
         )
         .await
@@ -259,6 +269,7 @@ impl Cluster<'_> {
             infra_id: id.clone(),
             name,
             vpc_id: vpc_id.clone(),
+            resource_tags: Default::default(),
         };
         let private_zone = create_private_zone(
             aws,
@@ -289,6 +300,7 @@ impl Cluster<'_> {
             &CreateOidcProvider {
                 infra_id: id.clone(),
                 issuer_url: documents.issuer_url.clone(),
+                resource_tags: Default::default(),
             },
         )
         .await
@@ -307,6 +319,7 @@ impl Cluster<'_> {
                         public_zone_id: self.public_zone_id.clone(),
                         private_zone_id: private_zone.zone_id.clone(),
                         local_zone_id: local_zone.zone_id.clone(),
+                        resource_tags: Default::default(),
                     },
                 )
                 .await
@@ -318,6 +331,7 @@ impl Cluster<'_> {
             &self.scope(9),
             &CreateWorkerProfile {
                 infra_id: id.clone(),
+                resource_tags: Default::default(),
             },
         )
         .await

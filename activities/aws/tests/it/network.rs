@@ -58,6 +58,7 @@ async fn each_network_create_run_three_times_leaves_one_resource_and_undo_keeps_
     let vpc_request = CreateVpc {
         infra_id: infra_id.clone(),
         cidr_block: "10.0.0.0/16".into(),
+        resource_tags: Default::default(),
     };
     let vpc = create_vpc(&stack.aws, &scope(0), &vpc_request)
         .await
@@ -65,10 +66,12 @@ async fn each_network_create_run_three_times_leaves_one_resource_and_undo_keeps_
     let dhcp_request = CreateDhcpOptions {
         infra_id: infra_id.clone(),
         vpc_id: vpc.vpc_id.clone(),
+        resource_tags: Default::default(),
     };
     let igw_request = CreateInternetGateway {
         infra_id: infra_id.clone(),
         vpc_id: vpc.vpc_id.clone(),
+        resource_tags: Default::default(),
     };
     let subnet_request = |exposure, cidr: &str| CreateSubnet {
         infra_id: infra_id.clone(),
@@ -76,6 +79,7 @@ async fn each_network_create_run_three_times_leaves_one_resource_and_undo_keeps_
         zone: "us-east-1a".into(),
         cidr_block: cidr.into(),
         exposure,
+        resource_tags: Default::default(),
     };
     let private = subnet_request(Exposure::Private, "10.0.128.0/20");
     let public = subnet_request(Exposure::Public, "10.0.0.0/20");
@@ -199,6 +203,7 @@ async fn a_nat_gateway_and_its_address_are_made_once_and_released_after_the_nat_
         &CreateVpc {
             infra_id: infra_id.clone(),
             cidr_block: "10.0.0.0/16".into(),
+            resource_tags: Default::default(),
         },
     )
     .await
@@ -212,6 +217,7 @@ async fn a_nat_gateway_and_its_address_are_made_once_and_released_after_the_nat_
             zone: "us-east-1a".into(),
             cidr_block: "10.0.0.0/20".into(),
             exposure: Exposure::Public,
+            resource_tags: Default::default(),
         },
     )
     .await
@@ -220,6 +226,7 @@ async fn a_nat_gateway_and_its_address_are_made_once_and_released_after_the_nat_
         infra_id: infra_id.clone(),
         zone: "us-east-1a".into(),
         subnet_id: subnet.subnet_id.clone(),
+        resource_tags: Default::default(),
     };
     let first = create_nat_gateway(&stack.aws, &scope(2), &request)
         .await
@@ -306,6 +313,7 @@ async fn a_zone_network_with_routes_and_the_s3_endpoint_is_made_once_and_undone_
     };
     use hcpflow_aws::ec2::s3_endpoint::{create_s3_endpoint, delete_s3_endpoint, CreateS3Endpoint};
     use hcpflow_aws::naming;
+    use hcpflow_aws::resource_tags::ResourceTags;
 
     let Some(stack) =
         stack("a_zone_network_with_routes_and_the_s3_endpoint_is_made_once_and_undone_in_order")
@@ -326,6 +334,7 @@ async fn a_zone_network_with_routes_and_the_s3_endpoint_is_made_once_and_undone_
         &CreateVpc {
             infra_id: infra_id.clone(),
             cidr_block: "10.0.0.0/16".into(),
+            resource_tags: Default::default(),
         },
     )
     .await
@@ -336,6 +345,7 @@ async fn a_zone_network_with_routes_and_the_s3_endpoint_is_made_once_and_undone_
         &CreateInternetGateway {
             infra_id: infra_id.clone(),
             vpc_id: vpc.vpc_id.clone(),
+            resource_tags: Default::default(),
         },
     )
     .await
@@ -346,6 +356,7 @@ async fn a_zone_network_with_routes_and_the_s3_endpoint_is_made_once_and_undone_
         zone: zone.into(),
         cidr_block: cidr.into(),
         exposure,
+        resource_tags: Default::default(),
     };
     let private = create_subnet(aws, &scope(2), &subnet(Exposure::Private, "10.0.144.0/20"))
         .await
@@ -360,6 +371,7 @@ async fn a_zone_network_with_routes_and_the_s3_endpoint_is_made_once_and_undone_
             infra_id: infra_id.clone(),
             zone: zone.into(),
             subnet_id: public.subnet_id.clone(),
+            resource_tags: Default::default(),
         },
     )
     .await
@@ -370,6 +382,8 @@ async fn a_zone_network_with_routes_and_the_s3_endpoint_is_made_once_and_undone_
         name: naming::private_route_table(&infra_id, zone),
         default_route: DefaultRoute::NatGateway(nat.nat_gateway_id.clone()),
         subnet_ids: vec![private.subnet_id.clone()],
+        main: false,
+        resource_tags: Default::default(),
     };
     let public_table = CreateRouteTable {
         infra_id: infra_id.clone(),
@@ -377,7 +391,34 @@ async fn a_zone_network_with_routes_and_the_s3_endpoint_is_made_once_and_undone_
         name: naming::public_route_table(&infra_id),
         default_route: DefaultRoute::InternetGateway(gateway.internet_gateway_id.clone()),
         subnet_ids: vec![public.subnet_id.clone()],
+        main: true,
+        resource_tags: ResourceTags([("team".to_owned(), "platform".to_owned())].into()),
     };
+    let vpc_tables = || async {
+        stack
+            .moto
+            .ec2
+            .describe_route_tables()
+            .filters(
+                aws_sdk_ec2::types::Filter::builder()
+                    .name("vpc-id")
+                    .values(&vpc.vpc_id)
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap()
+            .route_tables()
+            .to_vec()
+    };
+    let main_of_vpc = || async {
+        vpc_tables()
+            .await
+            .into_iter()
+            .find(|t| t.associations().iter().any(|a| a.main() == Some(true)))
+            .and_then(|t| t.route_table_id().map(str::to_owned))
+    };
+    let vpc_own_table = main_of_vpc().await.unwrap();
     let mut tables = Vec::new();
     let mut endpoints = Vec::new();
     for _ in 0..2 {
@@ -397,6 +438,7 @@ async fn a_zone_network_with_routes_and_the_s3_endpoint_is_made_once_and_undone_
                     private_rt.route_table_id.clone(),
                     public_rt.route_table_id.clone(),
                 ],
+                resource_tags: Default::default(),
             },
         )
         .await
@@ -407,6 +449,24 @@ async fn a_zone_network_with_routes_and_the_s3_endpoint_is_made_once_and_undone_
     assert_eq!(tables[0], tables[1]);
     assert_eq!(endpoints[0], endpoints[1]);
     let (private_rt, public_rt) = tables.remove(0);
+    // The public table is the VPC's main one (as `hypershift create infra aws` makes
+    // it), and remembers the table the VPC came with; it carries the user's tag.
+    assert_eq!(main_of_vpc().await, Some(public_rt.route_table_id.clone()));
+    assert_eq!(
+        public_rt.former_main_route_table_id.as_deref(),
+        Some(vpc_own_table.as_str())
+    );
+    assert_eq!(private_rt.former_main_route_table_id, None);
+    let public_tags: Vec<(String, String)> = vpc_tables()
+        .await
+        .into_iter()
+        .find(|t| t.route_table_id() == Some(public_rt.route_table_id.as_str()))
+        .unwrap()
+        .tags()
+        .iter()
+        .map(|t| (t.key().unwrap().to_owned(), t.value().unwrap().to_owned()))
+        .collect();
+    assert!(public_tags.contains(&("team".into(), "platform".into())));
     let endpoint = endpoints.remove(0);
 
     // Independently: two tables, each with one default route and its subnet.
@@ -480,6 +540,9 @@ async fn a_zone_network_with_routes_and_the_s3_endpoint_is_made_once_and_undone_
     delete_internet_gateway(aws, &scope(1), &gateway)
         .await
         .unwrap();
+    // AWS (and the stack's proxy) refuse to delete a main table: the delete gave the
+    // main association back, so the VPC goes with only its own table left.
+    assert_eq!(main_of_vpc().await, Some(vpc_own_table.clone()));
     delete_vpc(aws, &scope(0), &vpc).await.unwrap();
 
     assert_eq!(live_endpoints().await, 0);

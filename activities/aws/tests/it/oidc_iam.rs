@@ -10,6 +10,7 @@ use hcpflow_aws::iam::operator_role::{create_operator_role, CreateOperatorRole};
 use hcpflow_aws::iam::policy_document;
 use hcpflow_aws::iam::role::delete_role;
 use hcpflow_aws::iam::worker::{create_worker_profile, delete_worker_profile, CreateWorkerProfile};
+use hcpflow_aws::naming::INFRA_ID_TAG;
 use hcpflow_aws::oidc::documents::{
     delete_oidc_documents, publish_oidc_documents, PublishOidcDocuments,
 };
@@ -170,6 +171,7 @@ async fn the_provider_and_roles_are_made_once_trust_is_corrected_and_deletes_cle
     let request = CreateOidcProvider {
         infra_id: infra_id.clone(),
         issuer_url: issuer_url.clone(),
+        resource_tags: Default::default(),
     };
     let provider = create_oidc_provider(&stack.aws, &scope(0), &request)
         .await
@@ -206,6 +208,9 @@ async fn the_provider_and_roles_are_made_once_trust_is_corrected_and_deletes_cle
         public_zone_id: "Z0PUBLIC".into(),
         private_zone_id: "Z0PRIVATE".into(),
         local_zone_id: "Z0LOCAL".into(),
+        resource_tags: hcpflow_aws::resource_tags::ResourceTags(
+            [("cost-center".to_owned(), "42".to_owned())].into(),
+        ),
     };
     let role = create_operator_role(&stack.aws, &scope(1), &role_request)
         .await
@@ -238,6 +243,18 @@ async fn the_provider_and_roles_are_made_once_trust_is_corrected_and_deletes_cle
         .unwrap();
     let trust = policy_document::decode(got.role().unwrap().assume_role_policy_document().unwrap())
         .unwrap();
+    let role_tags: Vec<(&str, &str)> = got
+        .role()
+        .unwrap()
+        .tags()
+        .iter()
+        .map(|t| (t.key(), t.value()))
+        .collect();
+    assert!(role_tags.contains(&("cost-center", "42")), "{role_tags:?}");
+    assert!(
+        role_tags.contains(&(INFRA_ID_TAG, infra_id.as_str())),
+        "{role_tags:?}"
+    );
     assert_eq!(
         trust["Statement"][0]["Principal"]["Federated"],
         provider.arn
@@ -295,6 +312,7 @@ async fn the_provider_and_roles_are_made_once_trust_is_corrected_and_deletes_cle
 
     let worker = CreateWorkerProfile {
         infra_id: infra_id.clone(),
+        resource_tags: Default::default(),
     };
     let profile = create_worker_profile(&stack.aws, &scope(2), &worker)
         .await

@@ -47,6 +47,7 @@ async fn a_private_zone_is_made_once_tagged_and_emptied_before_it_is_deleted() {
         &CreateVpc {
             infra_id: infra_id.clone(),
             cidr_block: "10.0.0.0/16".into(),
+            resource_tags: Default::default(),
         },
     )
     .await
@@ -55,6 +56,7 @@ async fn a_private_zone_is_made_once_tagged_and_emptied_before_it_is_deleted() {
         infra_id: infra_id.clone(),
         name: format!("{infra_id}.hypershift.local"),
         vpc_id: vpc.vpc_id.clone(),
+        resource_tags: Default::default(),
     };
     let first = create_private_zone(&stack.aws, &scope(1), &request)
         .await

@@ -11,6 +11,7 @@ fn request(infra_id: &str) -> CreateVpc {
     CreateVpc {
         infra_id: infra_id.to_owned(),
         cidr_block: "10.0.0.0/16".into(),
+        resource_tags: Default::default(),
     }
 }
 

@@ -3,6 +3,7 @@
 
 use crate::aws::aws_activity;
 use crate::aws::Delete;
+use crate::resource_tags::ResourceTags;
 use hcpflow_engine::Activity;
 use serde::{Deserialize, Serialize};
 
@@ -38,6 +39,9 @@ pub struct CreatePrivateZone {
     pub name: String,
     /// The VPC the zone answers in.
     pub vpc_id: String,
+    /// The user's tags (`resource_tags`), besides hcpflow's own.
+    #[serde(default, skip_serializing_if = "ResourceTags::is_empty")]
+    pub resource_tags: ResourceTags,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

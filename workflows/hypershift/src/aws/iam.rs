@@ -3,6 +3,7 @@
 
 use crate::aws::aws_activity;
 use crate::aws::Delete;
+use crate::resource_tags::ResourceTags;
 use hcpflow_engine::Activity;
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +12,9 @@ pub struct CreateOidcProvider {
     pub infra_id: String,
     /// `https://<bucket>.s3.<region>.amazonaws.com/<infra-id>`.
     pub issuer_url: String,
+    /// The user's tags (`resource_tags`), besides hcpflow's own.
+    #[serde(default, skip_serializing_if = "ResourceTags::is_empty")]
+    pub resource_tags: ResourceTags,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,6 +35,9 @@ pub struct CreateOperatorRole {
     pub public_zone_id: String,
     pub private_zone_id: String,
     pub local_zone_id: String,
+    /// The user's tags (`resource_tags`), besides hcpflow's own.
+    #[serde(default, skip_serializing_if = "ResourceTags::is_empty")]
+    pub resource_tags: ResourceTags,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,6 +49,9 @@ pub struct Role {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateWorkerProfile {
     pub infra_id: String,
+    /// The user's tags (`resource_tags`), besides hcpflow's own.
+    #[serde(default, skip_serializing_if = "ResourceTags::is_empty")]
+    pub resource_tags: ResourceTags,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

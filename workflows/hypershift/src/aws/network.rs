@@ -5,6 +5,7 @@
 
 use crate::aws::aws_activity;
 use crate::aws::Delete;
+use crate::resource_tags::ResourceTags;
 use hcpflow_engine::Activity;
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +13,9 @@ use serde::{Deserialize, Serialize};
 pub struct CreateDhcpOptions {
     pub infra_id: String,
     pub vpc_id: String,
+    /// The user's tags (`resource_tags`), besides hcpflow's own.
+    #[serde(default, skip_serializing_if = "ResourceTags::is_empty")]
+    pub resource_tags: ResourceTags,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,6 +27,9 @@ pub struct DhcpOptions {
 pub struct CreateInternetGateway {
     pub infra_id: String,
     pub vpc_id: String,
+    /// The user's tags (`resource_tags`), besides hcpflow's own.
+    #[serde(default, skip_serializing_if = "ResourceTags::is_empty")]
+    pub resource_tags: ResourceTags,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,6 +44,9 @@ pub struct CreateNatGateway {
     pub zone: String,
     /// The zone's public subnet.
     pub subnet_id: String,
+    /// The user's tags (`resource_tags`), besides hcpflow's own.
+    #[serde(default, skip_serializing_if = "ResourceTags::is_empty")]
+    pub resource_tags: ResourceTags,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,11 +71,22 @@ pub struct CreateRouteTable {
     pub name: String,
     pub default_route: DefaultRoute,
     pub subnet_ids: Vec<String>,
+    /// The user's tags (`resource_tags`), besides hcpflow's own.
+    #[serde(default, skip_serializing_if = "ResourceTags::is_empty")]
+    pub resource_tags: ResourceTags,
+    /// Make it the VPC's main table, as `hypershift create infra aws` does with the
+    /// public one: a subnet with no table of its own routes to the internet gateway.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub main: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RouteTable {
     pub route_table_id: String,
+    /// The table that was the VPC's main one before this one took its place: its
+    /// delete gives the main association back, since AWS refuses to delete a main table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub former_main_route_table_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,6 +94,9 @@ pub struct CreateS3Endpoint {
     pub infra_id: String,
     pub vpc_id: String,
     pub route_table_ids: Vec<String>,
+    /// The user's tags (`resource_tags`), besides hcpflow's own.
+    #[serde(default, skip_serializing_if = "ResourceTags::is_empty")]
+    pub resource_tags: ResourceTags,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,6 +118,9 @@ pub struct CreateSubnet {
     pub zone: String,
     pub cidr_block: String,
     pub exposure: Exposure,
+    /// The user's tags (`resource_tags`), besides hcpflow's own.
+    #[serde(default, skip_serializing_if = "ResourceTags::is_empty")]
+    pub resource_tags: ResourceTags,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,6 +134,9 @@ pub struct CreateVpc {
     pub infra_id: String,
     /// A /16, checked by the workflow's validation.
     pub cidr_block: String,
+    /// The user's tags (`resource_tags`), besides hcpflow's own.
+    #[serde(default, skip_serializing_if = "ResourceTags::is_empty")]
+    pub resource_tags: ResourceTags,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::kube::secrets::Secrets;
 use crate::kube::{kube_activity, Delete, ObjectRef};
+use crate::resource_tags::ResourceTags;
 
 /// Creates the HostedCluster, or adopts the one an earlier attempt made (it carries
 /// this infra id's label); one made for anything else is an error.
@@ -34,7 +35,7 @@ pub struct CreateHostedCluster {
     pub secrets: Secrets,
     /// Copied into `spec.platform.aws.resourceTags` (at most 25 with the owned tag).
     #[serde(default)]
-    pub resource_tags: BTreeMap<String, String>,
+    pub resource_tags: ResourceTags,
     /// Extra annotations (the emulator's failure injection, for one).
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
