@@ -66,6 +66,10 @@ pub struct CreateFlags {
     /// Leave what was created when the create fails (default: roll it back).
     #[arg(long)]
     pub keep_on_failure: bool,
+    /// A tag for every AWS object of the cluster, `KEY=VALUE` (repeatable; added to
+    /// the file's `resource_tags`, a flag winning on the same key).
+    #[arg(long = "resource-tag", value_name = "KEY=VALUE")]
+    pub resource_tags: Vec<String>,
 }
 
 impl CreateFlags {
@@ -101,6 +105,20 @@ impl CreateFlags {
         }
         if let Some(path) = &self.ssh_key {
             set("ssh_public_key", Some(read_text(path, "SSH key")?.into()));
+        }
+        if !self.resource_tags.is_empty() {
+            let mut tags = input
+                .get("resource_tags")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            for given in &self.resource_tags {
+                let Some((key, value)) = given.split_once('=') else {
+                    bail!("--resource-tag {given:?}: expected KEY=VALUE");
+                };
+                tags.insert(key.to_owned(), value.into());
+            }
+            input.insert("resource_tags".into(), Value::Object(tags));
         }
         if self.management_vpc_id.is_some() || self.management_subnet_ids.is_some() {
             let mut management = input
@@ -257,6 +275,31 @@ mod tests {
         let input = flags.input().unwrap();
         assert_eq!(input["node_pools"][0]["name"], "a-z1");
         assert_eq!(input["node_pools"][0]["replicas"], 3);
+    }
+
+    #[test]
+    fn resource_tag_flags_add_to_the_files_tags() {
+        let dir = temp_dir("tags");
+        std::fs::write(
+            dir.join("cluster.yaml"),
+            "name: a\nresource_tags: {team: platform, tier: gold}\n",
+        )
+        .unwrap();
+        let mut flags = CreateFlags {
+            file: Some(dir.join("cluster.yaml")),
+            resource_tags: vec!["tier=silver".into(), "owner=ops=1".into()],
+            ..CreateFlags::default()
+        };
+        assert_eq!(
+            flags.input().unwrap()["resource_tags"],
+            json!({"team": "platform", "tier": "silver", "owner": "ops=1"})
+        );
+        flags.resource_tags = vec!["no-value".into()];
+        let error = format!("{:#}", flags.input().unwrap_err());
+        assert!(
+            error.contains("--resource-tag \"no-value\": expected KEY=VALUE"),
+            "{error}"
+        );
     }
 
     #[test]
