@@ -25,16 +25,18 @@ dev-status:
 test:
 	@$(STACK) run env HCPFLOW_REQUIRE_STACK=1 deploy/dev/run-tests.sh
 
-# The engine and the workflows must stay pure: no I/O crate in their dependency graph.
+# The engine, the workflows, the offline audit and the replay tests must stay pure: no
+# I/O crate in their dependency graph (replay-tests replays JSON; it needs none of them).
 IO_CRATES := sqlx|async-nats|aws-sdk|aws-config|kube|hyper|reqwest|tokio
+PURE_CRATES := hcpflow-engine hcpflow-hypershift hcpflow-audit hcpflow-replay-tests
 
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
-	@for crate in hcpflow-engine hcpflow-hypershift; do \
+	@for crate in $(PURE_CRATES); do \
 	  found=$$(cargo tree --locked -p $$crate -e normal --prefix none | grep -E '^($(IO_CRATES))[ -]' | sort -u); \
 	  if [ -n "$$found" ]; then echo "$$crate must not depend on I/O crates: $$found"; exit 1; fi; \
-	done; echo "engine and workflows are free of I/O crates"
+	done; echo "$(PURE_CRATES) are free of I/O crates"
 
 fmt:
 	cargo fmt --all

@@ -12,8 +12,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use hcpflow_engine::AuditPublicKey;
-use hcpflow_workers::audit_file::{self, VerifiedExport};
+use hcpflow_audit::file::{self as audit_file, VerifiedExport};
+use hcpflow_engine::{AuditPublicKey, Catalog};
+
+/// The workflow types golden histories hold: the HyperShift workflows, registered as
+/// the server registers them.
+pub fn catalog() -> Catalog {
+    let mut catalog = Catalog::new();
+    hcpflow_hypershift::catalog::register_workflows(&mut catalog)
+        .expect("the HyperShift workflow types are distinct");
+    catalog
+}
 
 /// `replay-tests/histories`.
 pub fn histories_dir() -> PathBuf {

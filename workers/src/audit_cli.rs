@@ -16,13 +16,13 @@ use hcpflow_engine::{AuditPublicKey, AuditSigningKey, Checkpoint, HistoryEvent, 
 use serde_json::{json, Value};
 
 use crate::api_client::ApiClient;
-use crate::audit_evidence::Evidence;
-use crate::audit_file::{self, Header, RawEvent};
-use crate::audit_replay::{replay, ReplayReport};
 use crate::cluster_cli::{cluster_workflows, OutputArgs, OutputFormat};
 use crate::config::ClientArgs;
 use crate::progress::Progress;
 use crate::timeline::Timeline;
+use hcpflow_audit::evidence::Evidence;
+use hcpflow_audit::file::{self as audit_file, Header, RawEvent};
+use hcpflow_audit::replay::{replay, ReplayReport};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum AuditCommand {
@@ -291,7 +291,7 @@ async fn export(api: &ApiClient, workflow_id: &str) -> anyhow::Result<String> {
             .to_owned(),
         events: raw.len() as u64,
     };
-    audit_file::write(&header, &raw, &checkpoint)
+    Ok(audit_file::write(&header, &raw, &checkpoint)?)
 }
 
 /// The audit public key an auditor trusts.

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::activities::ActivityRegistry;
-use crate::catalog::{decodes_as, Catalog, TypeInfo};
+use hcpflow_engine::catalog::{decodes_as, Catalog, TypeInfo};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -17,10 +17,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::catalog::Catalog;
 use crate::journal::{Journal, Write};
 use crate::subjects::Subjects;
 use crate::wire::{ApiError, ErrorCode};
+use hcpflow_engine::Catalog;
 
 /// A start request, as the API and the submit stream take it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

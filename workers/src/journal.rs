@@ -20,12 +20,12 @@ use hcpflow_eventstore::{
 };
 use serde_json::Value;
 
-use crate::catalog::Catalog;
 use crate::eager::{EagerDispatch, LocalTask, Reserved, LOCAL_LEASE};
 use crate::history_cache::HistoryCache;
 use crate::metrics::Metrics;
 use crate::subjects::Subjects;
 use crate::wire::{ActivityTaskMessage, ChildDone, WorkflowTask};
+use hcpflow_engine::Catalog;
 
 /// How many workflows' histories a process keeps decoded between steps.
 const HISTORY_CACHE_CAPACITY: usize = 4096;

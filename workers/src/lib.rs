@@ -7,8 +7,8 @@
 //! - [`workflow_worker`], [`activity_worker`], [`timer_service`], [`relay`],
 //!   [`sweeper`], [`checkpointer`]: the roles;
 //! - [`api`], [`submit`], [`intake`]: the public NATS API (DESIGN.md §4);
-//! - [`builtin`]: `noop_chain` and `noop_fanout`; [`hypershift`]: the HyperShift
-//!   workflows; [`aws_activities`], [`kube_activities`] and [`registry_activities`]:
+//! - [`builtin`]: `noop_chain` and `noop_fanout` (the HyperShift workflows are
+//!   registered by `hcpflow_hypershift::catalog`); [`aws_activities`], [`kube_activities`] and [`registry_activities`]:
 //!   the activities they call, registered by type name;
 //! - [`config`], [`cli`]: configuration and the command line; [`cluster_cli`] (with
 //!   [`cluster_spec`], [`api_client`], [`follow`] and [`progress`]), [`workflow_cli`] and [`audit_cli`]:
@@ -20,13 +20,9 @@ pub mod activity_worker;
 pub mod api;
 pub mod api_client;
 pub mod audit_cli;
-pub mod audit_evidence;
-pub mod audit_file;
-pub mod audit_replay;
 pub mod aws_activities;
 pub mod bench;
 pub mod builtin;
-pub mod catalog;
 pub mod checkpointer;
 pub mod cli;
 pub mod cluster_cli;
@@ -35,7 +31,6 @@ pub mod config;
 pub mod eager;
 pub mod follow;
 pub mod history_cache;
-pub mod hypershift;
 pub mod intake;
 pub mod journal;
 pub mod kube_activities;

@@ -19,7 +19,6 @@ use tokio::task::JoinSet;
 use crate::activities::ActivityRegistry;
 use crate::activity_worker::ActivityWorker;
 use crate::api::Api;
-use crate::catalog::Catalog;
 use crate::checkpointer::Checkpointer;
 use crate::config::Config;
 use crate::eager::EagerDispatch;
@@ -34,7 +33,8 @@ use crate::sweeper::Sweeper;
 use crate::timer_service::TimerService;
 use crate::workflow_worker::WorkflowWorker;
 use crate::{aws_activities, kube_activities};
-use crate::{builtin, hypershift, migrate, registry_activities};
+use crate::{builtin, migrate, registry_activities};
+use hcpflow_engine::Catalog;
 
 /// What a process does. `hcpflow server` runs them all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -97,7 +97,7 @@ pub fn catalog(
 ) -> anyhow::Result<(Catalog, ActivityRegistry)> {
     let mut catalog = Catalog::new();
     builtin::register_workflows(&mut catalog)?;
-    hypershift::register_workflows(&mut catalog)?;
+    hcpflow_hypershift::catalog::register_workflows(&mut catalog)?;
     let mut activities = ActivityRegistry::new();
     builtin::register_activities(&mut activities);
     if let Some(aws) = aws {

@@ -2,13 +2,13 @@
 //! pool's current count. Replaying a recorded scale with it is a divergence at the
 //! first command that differs — the change must not ship without `ctx.patched`.
 
+use hcpflow_audit::replay::replay;
 use hcpflow_engine::{WorkflowContext, WorkflowError, WorkflowRegistry};
 use hcpflow_hypershift::input::ScaleInput;
 use hcpflow_hypershift::kube::node_pool::{ScaleNodePool, WaitNodePoolReady};
 use hcpflow_hypershift::registry::FindCluster;
 use hcpflow_hypershift::scale::{ScaleOutput, TYPE};
 use hcpflow_replay_tests::{histories_dir, load};
-use hcpflow_workers::audit_replay::replay;
 
 /// Scales without reading the count first (so it cannot revert to it).
 async fn scale_without_reading_the_count(
@@ -64,7 +64,7 @@ fn an_incompatible_change_fails_against_the_recorded_history() {
     );
 
     // Today's code replays the same history.
-    let (catalog, _) = hcpflow_workers::server::catalog(None, None).unwrap();
+    let catalog = hcpflow_replay_tests::catalog();
     assert_eq!(
         replay(catalog.registry(), &golden.workflow_id, &golden.history).divergence,
         None

@@ -1,13 +1,13 @@
 //! Every golden history verifies offline (chain, signature) and replays against
 //! today's workflow code with exactly its recorded decisions.
 
+use hcpflow_audit::replay::replay;
 use hcpflow_replay_tests::{golden_files, load};
-use hcpflow_workers::audit_replay::replay;
 
 #[test]
 fn every_golden_history_verifies_and_replays_deterministically() {
     let files = golden_files().unwrap();
-    let (catalog, _) = hcpflow_workers::server::catalog(None, None).unwrap();
+    let catalog = hcpflow_replay_tests::catalog();
     let mut failures = Vec::new();
     for file in &files {
         let export = load(file).unwrap_or_else(|e| panic!("{e:#}"));
@@ -55,7 +55,7 @@ fn the_cases_are_what_their_names_say() {
     let load_case = |case: &str| load(&dir.join(case)).unwrap();
     let create = load_case("create_hosted_cluster/three-zones-private-link.jsonl");
     assert_eq!(create.header.status, "completed");
-    let (catalog, _) = hcpflow_workers::server::catalog(None, None).unwrap();
+    let catalog = hcpflow_replay_tests::catalog();
     let report = replay(catalog.registry(), &create.workflow_id, &create.history);
     let interface_endpoints = report
         .ledger

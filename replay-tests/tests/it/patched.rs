@@ -3,13 +3,13 @@
 //! including a run that took the new path) all replay against today's code; the code
 //! from before the patch cannot replay the new ones.
 
+use hcpflow_audit::replay::replay;
 use hcpflow_engine::{Event, WorkflowContext, WorkflowError, WorkflowRegistry};
 use hcpflow_hypershift::input::ScaleInput;
 use hcpflow_hypershift::kube::node_pool::{GetNodePool, ScaleNodePool, WaitNodePoolReady};
 use hcpflow_hypershift::registry::FindCluster;
 use hcpflow_hypershift::scale::{ScaleOutput, SKIP_UNCHANGED_COUNT, TYPE};
 use hcpflow_replay_tests::{histories_dir, load};
-use hcpflow_workers::audit_replay::replay;
 
 fn marked(history: &[hcpflow_engine::HistoryEvent]) -> bool {
     history
@@ -80,7 +80,7 @@ fn old_and_new_histories_both_replay_with_the_patch() {
         "the new path: no scale call"
     );
 
-    let (catalog, _) = hcpflow_workers::server::catalog(None, None).unwrap();
+    let catalog = hcpflow_replay_tests::catalog();
     for golden in [&old, &new, &skipped] {
         let report = replay(catalog.registry(), &golden.workflow_id, &golden.history);
         assert_eq!(report.divergence, None, "{}", golden.workflow_id);

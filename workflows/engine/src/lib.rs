@@ -15,9 +15,12 @@
 //! - [`canonical`] and [`chain`]: the bytes that are hashed, and the hash chain;
 //!   [`checkpoint`]: signed heads;
 //! - [`sealed`]: secrets as AEAD ciphertext;
+//! - [`catalog`]: workflow types with what intake knows of each (validation, sealed
+//!   fields, concurrency key);
 //! - `testing` (feature `test-util`): an in-process driver with fake activities.
 
 pub mod canonical;
+pub mod catalog;
 pub mod chain;
 pub mod checkpoint;
 mod context;
@@ -40,6 +43,7 @@ mod time;
 #[cfg(any(test, feature = "test-util"))]
 pub mod testing;
 
+pub use catalog::{Catalog, TypeInfo};
 pub use chain::ChainHash;
 pub use checkpoint::{AuditPublicKey, AuditSigningKey, Checkpoint, CheckpointError};
 pub use context::{

@@ -4,7 +4,8 @@
 //!
 //! Where to start reading:
 //! - [`create`], [`scale`], [`destroy`]: the three workflows, and [`input`] — their
-//!   inputs (a public contract) and the validation of a create;
+//!   inputs (a public contract) and the validation of a create; [`catalog`]: the three
+//!   registered with what intake knows of each;
 //! - [`aws`], [`kube`], [`registry`]: the activities' requests, results and type names
 //!   (implemented in `hcpflow-aws`, `hcpflow-kube` and the workers);
 //! - [`Delete`]: the compensation of a create, whose request is the create's result;
@@ -12,6 +13,7 @@
 //!   plan, and the user's tags.
 
 pub mod aws;
+pub mod catalog;
 pub mod create;
 pub mod delete;
 pub mod destroy;

@@ -13,7 +13,7 @@ use hcpflow_hypershift::destroy::destroy_order;
 use hcpflow_hypershift::registry::PendingCompensation;
 use serde::Serialize;
 
-use crate::progress::step_label;
+use crate::step_label;
 
 /// The first point where today's code and the history part ways.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -1,12 +1,14 @@
-//! The workflow types this process serves, with what intake needs to know about each:
-//! how to validate its input, which fields are secrets, which field is the concurrency
-//! key.
+//! A catalog of workflow types: the code of each (a [`WorkflowRegistry`]) and what
+//! intake needs to know about it — how to validate its input, which fields are secrets,
+//! which field is the concurrency key. Data the workflow crates export (see
+//! `hcpflow_hypershift::catalog`), so a server, an audit and a replay test all build
+//! the same catalog without depending on each other.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use hcpflow_engine::{WorkflowContext, WorkflowError, WorkflowRegistry};
+use crate::{DuplicateWorkflowType, WorkflowContext, WorkflowError, WorkflowRegistry};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -47,7 +49,7 @@ pub fn decodes_as<T: DeserializeOwned>(input: &Value) -> Result<(), Vec<String>>
 }
 
 /// Quoted values elided from a serde message (secrets must not reach errors).
-pub use hcpflow_engine::scrub_quoted as scrub_values;
+pub use crate::scrub_quoted as scrub_values;
 
 #[cfg(test)]
 mod tests {
@@ -82,7 +84,7 @@ impl Catalog {
         name: &str,
         workflow: F,
         info: TypeInfo,
-    ) -> anyhow::Result<&mut Self>
+    ) -> Result<&mut Self, DuplicateWorkflowType>
     where
         I: DeserializeOwned + 'static,
         O: Serialize + 'static,

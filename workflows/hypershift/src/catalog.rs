@@ -3,12 +3,12 @@
 //! name as the concurrency key (create, scale and destroy of one cluster never run at
 //! once; different clusters run in parallel).
 
-use hcpflow_hypershift::input::{validate_create, validate_destroy, validate_scale};
-use hcpflow_hypershift::{create, destroy, scale};
+use hcpflow_engine::{Catalog, DuplicateWorkflowType, TypeInfo};
 
-use crate::catalog::{Catalog, TypeInfo};
+use crate::input::{validate_create, validate_destroy, validate_scale};
+use crate::{create, destroy, scale};
 
-pub fn register_workflows(catalog: &mut Catalog) -> anyhow::Result<()> {
+pub fn register_workflows(catalog: &mut Catalog) -> Result<(), DuplicateWorkflowType> {
     catalog.register(
         create::TYPE,
         create::create_hosted_cluster,

@@ -79,7 +79,7 @@ pub fn write(
     header: &Header,
     events: &[RawEvent],
     checkpoint: &Checkpoint,
-) -> anyhow::Result<String> {
+) -> Result<String, serde_json::Error> {
     let mut text = serde_json::to_string(header)?;
     text.push('\n');
     for event in events {
