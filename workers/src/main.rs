@@ -1,11 +1,11 @@
 use clap::Parser;
-use hcpflow_workers::cli::Cli;
+use hcpflow_workers::cli::commands::Cli;
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     exit_quietly_when_stdout_closes();
-    hcpflow_workers::tls::install_crypto_provider();
+    hcpflow_workers::runtime::tls::install_crypto_provider();
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_env("HCPFLOW_LOG")

@@ -25,7 +25,7 @@ impl PrivateNats {
         args: &[&str],
         options: impl Fn() -> async_nats::ConnectOptions,
     ) -> PrivateNats {
-        hcpflow_workers::tls::install_crypto_provider();
+        hcpflow_workers::runtime::tls::install_crypto_provider();
         let nats_server = env_value(env, "HCPFLOW_DEV_NATS_SERVER");
         assert!(
             !nats_server.is_empty(),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use hcpflow_aws::{AwsActivities, AwsClients, AwsSettings};
 use hcpflow_engine::{IdempotencyKey, Noted, Seq, WorkflowId};
-use hcpflow_workers::activities::{ActivityInput, Ledger};
+use hcpflow_workers::catalog::activities::{ActivityInput, Ledger};
 use serde_json::json;
 
 use crate::support::{say, unique};
@@ -32,7 +32,7 @@ async fn aws_activities_run_by_type_name_with_the_attempts_key_and_ledger() {
         clients: AwsClients::connect(&settings(endpoint)).await,
         keyring: None,
     });
-    let (_, registry) = hcpflow_workers::server::catalog(Some(aws), None).unwrap();
+    let (_, registry) = hcpflow_workers::catalog::build(Some(aws), None).unwrap();
     let workflow_id = WorkflowId::new(unique("awsreg")).unwrap();
     let infra_id = unique("reg").to_lowercase();
     let attempt = |seq: u64, activity_input: serde_json::Value, ledger: &Ledger| ActivityInput {

@@ -429,7 +429,7 @@ pub(crate) async fn cluster_stack(test: &str) -> Option<ClusterStack> {
         ));
         return None;
     };
-    hcpflow_workers::tls::install_crypto_provider();
+    hcpflow_workers::runtime::tls::install_crypto_provider();
     for key in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"] {
         env.push((
             key.to_owned(),

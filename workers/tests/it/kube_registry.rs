@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use hcpflow_engine::{IdempotencyKey, Keyring, Seq, WorkflowId};
 use hcpflow_kube::{KubeActivities, KubeSettings};
-use hcpflow_workers::activities::{ActivityInput, Ledger};
+use hcpflow_workers::catalog::activities::{ActivityInput, Ledger};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -23,14 +23,14 @@ async fn kube_activities_run_by_type_name_against_the_emulator() {
         say("skipping: needs the dev stack's Kubernetes emulator; run `make test`");
         return;
     };
-    hcpflow_workers::tls::install_crypto_provider();
+    hcpflow_workers::runtime::tls::install_crypto_provider();
     let settings = KubeSettings {
         url: Some(url),
         kubeconfig: None,
     };
     let client = settings.connect().await.unwrap();
     let kube = Arc::new(KubeActivities::new(client.clone(), None));
-    let (_, registry) = hcpflow_workers::server::catalog(None, Some(kube)).unwrap();
+    let (_, registry) = hcpflow_workers::catalog::build(None, Some(kube)).unwrap();
     let workflow_id = WorkflowId::new(unique("kubereg")).unwrap();
     let attempt = |seq: u64, input: serde_json::Value, ledger: &Ledger| ActivityInput {
         workflow_id: workflow_id.clone(),

@@ -1,0 +1,306 @@
+//! Starting workflows: from the request/reply API, the submit stream and parents.
+//!
+//! Guarantees: a start is answered only after it is committed in Postgres. The same id
+//! with the same input is `already_started`; with another input it is a `conflict`.
+//! Secret fields are sealed before anything is recorded.
+
+use std::sync::Arc;
+
+use chrono::SubsecRound;
+use hcpflow_engine::event::{ChildStarted, HistoryEvent, ParentRef, WorkflowStarted};
+use hcpflow_engine::{
+    canonical, run_workflow_task, Keyring, OsEntropy, Seq, Timestamp, WorkflowId, WorkflowStatus,
+};
+use hcpflow_eventstore::{NewWorkflow, OutboxMessage};
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::protocol::subjects::Subjects;
+use crate::protocol::wire::{ApiError, ErrorCode};
+use crate::runtime::journal::{Journal, Write};
+use hcpflow_engine::Catalog;
+
+/// A start request, as the API and the submit stream take it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartRequest {
+    pub workflow_type: String,
+    pub workflow_id: Option<String>,
+    pub input: Value,
+    /// Set only on internal child starts; verified against the parent's history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentRef>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartStatus {
+    Started,
+    AlreadyStarted,
+}
+
+impl StartStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Started => "started",
+            Self::AlreadyStarted => "already_started",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Intake {
+    pub journal: Arc<Journal>,
+    pub catalog: Arc<Catalog>,
+    pub keyring: Option<Arc<Keyring>>,
+}
+
+impl Intake {
+    /// Validates, seals and records a start.
+    pub async fn start(
+        &self,
+        request: StartRequest,
+    ) -> Result<(WorkflowId, StartStatus), ApiError> {
+        let info = self.catalog.info(&request.workflow_type).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::UnknownWorkflowType,
+                format!(
+                    "unknown workflow_type {:?}; this server runs {}",
+                    request.workflow_type,
+                    self.catalog.names().join(", ")
+                ),
+            )
+        })?;
+        let id = match &request.workflow_id {
+            Some(id) => WorkflowId::new(id.clone())
+                .map_err(|e| ApiError::invalid(format!("workflow_id: {e}")))?,
+            None => generated_id(),
+        };
+        (info.validate)(&request.input)
+            .map_err(|problems| ApiError::invalid(problems.join("; ")))?;
+        let concurrency_key = match &info.concurrency_key_pointer {
+            Some(pointer) => Some(
+                request
+                    .input
+                    .pointer(pointer)
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| {
+                        ApiError::invalid(format!("input{pointer}: a string is required"))
+                    })?
+                    .to_owned(),
+            ),
+            None => None,
+        };
+        if let (true, Some(name)) = (info.claims_cluster_name, &concurrency_key) {
+            self.check_name_is_free(name, &id).await?;
+        }
+        let digest = self.digest(&request.workflow_type, &request.input);
+        let input = self.seal(request.input, &info.secret_pointers)?;
+
+        let started = WorkflowStarted {
+            workflow_type: request.workflow_type.clone(),
+            input,
+            concurrency_key: concurrency_key.clone(),
+            parent: request.parent.clone(),
+        };
+        let now = chrono::Utc::now().trunc_subsecs(3);
+        let write = self.first_step(&id, started, concurrency_key.is_some(), now);
+        let workflow = NewWorkflow {
+            workflow_type: request.workflow_type,
+            status: WorkflowStatus::Running,
+            concurrency_key,
+            parent_id: request.parent.map(|p| p.workflow_id),
+            input_digest: Some(digest.clone()),
+            events_subject: Some(self.journal.subjects.events(id.as_str())),
+        };
+        match self.journal.create(&workflow, &id, write, now).await {
+            Ok(_) => Ok((id, StartStatus::Started)),
+            Err(hcpflow_eventstore::Error::AlreadyExists { input_digest, .. })
+                if input_digest.as_deref() == Some(&digest) =>
+            {
+                Ok((id, StartStatus::AlreadyStarted))
+            }
+            Err(hcpflow_eventstore::Error::AlreadyExists { .. }) => Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!("workflow {id} already exists with another type or input"),
+            )),
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    /// A create of a name whose cluster is live is refused, unless it is this same
+    /// create again (an idempotent resubmission). Two creates racing past this check
+    /// are still serialized by the concurrency key, and the loser's registration fails.
+    async fn check_name_is_free(&self, name: &str, id: &WorkflowId) -> Result<(), ApiError> {
+        match self.journal.store.live_cluster(name).await? {
+            Some(live) if &live.create_workflow_id != id => Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "cluster {name} already exists (infra id {}, state {}, created by workflow {}); destroy it first",
+                    live.infra_id,
+                    live.state.as_str(),
+                    live.create_workflow_id
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The start's events. Where this process runs workflow code and no concurrency key
+    /// can hold the start back, the workflow's first commands are recorded with the
+    /// start (one commit, no extra hop); otherwise a workflow task wakes a worker.
+    fn first_step(
+        &self,
+        id: &WorkflowId,
+        started: WorkflowStarted,
+        keyed: bool,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Write {
+        let mut write = Write {
+            events: vec![started.into()],
+            ..Write::default()
+        };
+        if let (Some(catalog), false) = (&self.journal.catalog, keyed) {
+            let history = [HistoryEvent {
+                seq: Seq::FIRST,
+                recorded_at: Timestamp::from_millis(
+                    u64::try_from(now.timestamp_millis()).unwrap_or(0),
+                ),
+                event: write.events[0].clone(),
+            }];
+            if let Ok(outcome) =
+                run_workflow_task(catalog.registry(), id, &history, Box::new(OsEntropy))
+            {
+                write.status = Some(outcome.status);
+                self.journal
+                    .add_commands(id, &history, &outcome, &mut write);
+                return write;
+            }
+            // Blocked from the start: let the workflow worker record why.
+        }
+        write
+            .messages
+            .push(self.journal.workflow_task(id, Seq::FIRST));
+        write
+    }
+
+    /// Digest of type and plaintext input, keyed when a seal key is configured so a
+    /// digest of a secret-bearing input reveals nothing.
+    fn digest(&self, workflow_type: &str, input: &Value) -> String {
+        let bytes = canonical::to_vec(&json!({"workflow_type": workflow_type, "input": input}));
+        match &self.keyring {
+            Some(keyring) => keyring.keyed_digest(&bytes),
+            None => hex::encode(Sha256::digest(&bytes)),
+        }
+    }
+
+    fn seal(&self, input: Value, pointers: &[String]) -> Result<Value, ApiError> {
+        seal_fields(input, pointers, self.keyring.as_deref())
+    }
+}
+
+/// Replaces the string at each JSON pointer with its sealed wire form. Values already
+/// sealed are kept (a resubmitted sealed input stays as it is); absent or null fields
+/// are skipped; anything else there is an `invalid_request`.
+pub fn seal_fields(
+    mut input: Value,
+    pointers: &[String],
+    keyring: Option<&Keyring>,
+) -> Result<Value, ApiError> {
+    for pointer in pointers {
+        let Some(field) = input.pointer_mut(pointer) else {
+            continue;
+        };
+        let Value::String(secret) = field else {
+            if field.is_null() {
+                continue;
+            }
+            return Err(ApiError::invalid(format!(
+                "input{pointer}: a string is required"
+            )));
+        };
+        if secret.starts_with("sealed:v1:") {
+            continue;
+        }
+        let keyring = keyring.ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::Unavailable,
+                "no seal key is configured (HCPFLOW_SEAL_KEY); secrets cannot be accepted",
+            )
+        })?;
+        let sealed = keyring
+            .seal(&*secret)
+            .map_err(|e| ApiError::internal(format!("sealing input{pointer}: {e}")))?;
+        *field = Value::String(sealed.to_wire());
+    }
+    Ok(input)
+}
+
+fn generated_id() -> WorkflowId {
+    let mut bytes = [0u8; 16];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    WorkflowId::new(format!("wf-{}", hex::encode(bytes)))
+        .unwrap_or_else(|_| unreachable!("hex ids are valid"))
+}
+
+/// The submit message that starts a child; the parent's seq makes it idempotent.
+pub fn child_start_message(
+    subjects: &Subjects,
+    parent: &WorkflowId,
+    seq: Seq,
+    child: &ChildStarted,
+) -> OutboxMessage {
+    let request = StartRequest {
+        workflow_type: child.workflow_type.clone(),
+        workflow_id: Some(child.child_id.to_string()),
+        input: child.input.clone(),
+        parent: Some(ParentRef {
+            workflow_id: parent.clone(),
+            seq,
+        }),
+    };
+    OutboxMessage {
+        subject: subjects.submit_start(),
+        msg_id: format!("child-{}", child.child_id),
+        payload: serde_json::to_vec(&request).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hcpflow_engine::Sealed;
+
+    use super::*;
+
+    const KEY: &str = "dev:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+    #[test]
+    fn secret_fields_are_sealed_and_open_again_only_with_the_key() {
+        let keyring = Keyring::parse(KEY).unwrap();
+        let input = json!({"name": "demo", "pull_secret": "canary-value", "nested": {"ssh": "key-canary"}, "none": null});
+        let pointers = vec![
+            "/pull_secret".to_owned(),
+            "/nested/ssh".to_owned(),
+            "/none".to_owned(),
+            "/absent".to_owned(),
+        ];
+        let sealed = seal_fields(input, &pointers, Some(&keyring)).unwrap();
+        assert!(!sealed.to_string().contains("canary"), "{sealed}");
+        assert_eq!(sealed["name"], "demo");
+        let wire: Sealed<String> = serde_json::from_value(sealed["pull_secret"].clone()).unwrap();
+        assert_eq!(keyring.open(&wire).unwrap(), "canary-value");
+        // Sealing is done once: an already sealed value is kept byte for byte.
+        let again = seal_fields(sealed.clone(), &pointers, Some(&keyring)).unwrap();
+        assert_eq!(again, sealed);
+    }
+
+    #[test]
+    fn secrets_without_a_key_or_of_the_wrong_type_are_refused() {
+        let pointers = vec!["/pull_secret".to_owned()];
+        let no_key = seal_fields(json!({"pull_secret": "x"}), &pointers, None).unwrap_err();
+        assert_eq!(no_key.code, ErrorCode::Unavailable);
+        let keyring = Keyring::parse(KEY).unwrap();
+        let wrong = seal_fields(json!({"pull_secret": 7}), &pointers, Some(&keyring)).unwrap_err();
+        assert_eq!(wrong.code, ErrorCode::InvalidRequest);
+    }
+}

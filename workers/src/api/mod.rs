@@ -1,0 +1,11 @@
+//! The public NATS API (DESIGN.md §4), server side: the request/reply [`router`], the
+//! durable [`submit`] stream, and [`intake`], where every start — from either, or from
+//! a parent workflow — is validated, sealed and committed.
+//!
+//! What it guarantees: every request gets exactly one reply; a start is answered only
+//! once it is committed; bad input gets an error naming every problem and records
+//! nothing.
+
+pub mod intake;
+pub mod router;
+pub mod submit;

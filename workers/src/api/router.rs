@@ -1,0 +1,499 @@
+//! The request/reply API on `<prefix>.api.v1.*` (DESIGN.md §4).
+//!
+//! Every request gets exactly one reply, `{"ok": true, ...}` or `{"ok": false, "error":
+//! {"code", "message"}}`; a reply that reports a change is sent only after the change
+//! is committed in Postgres. Bad input never panics and never stops the subscription.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use hcpflow_engine::event::{CancelRequested, SignalReceived};
+use hcpflow_engine::{Seq, WorkflowId, WorkflowStatus};
+use hcpflow_eventstore::WorkflowFilter;
+use serde_json::{json, Map, Value};
+use tokio::sync::{watch, Semaphore};
+
+use crate::api::intake::{Intake, StartRequest};
+use crate::protocol::subjects::StreamRole;
+use crate::protocol::wire::{
+    cluster_view, history_entry, ok_reply, parse_body, workflow_view, ApiError, ErrorCode,
+};
+use crate::runtime::journal::Write;
+
+const DEFAULT_PAGE: u32 = 100;
+const MAX_PAGE: u32 = 1000;
+
+#[derive(Debug)]
+pub struct Api {
+    pub intake: Arc<Intake>,
+    pub client: async_nats::Client,
+    pub max_body_bytes: usize,
+    /// Reported by `verify`, for callers without a key of their own.
+    pub audit_public_key: Option<hcpflow_engine::AuditPublicKey>,
+}
+
+impl Api {
+    pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+        let subjects = &self.intake.journal.subjects;
+        let mut requests = self
+            .client
+            .queue_subscribe(subjects.api_all(), "hcpflow-api".to_owned())
+            .await?;
+        let permits = Arc::new(Semaphore::new(256));
+        loop {
+            let request = tokio::select! {
+                _ = shutdown.changed() => break,
+                request = requests.next() => request,
+            };
+            let Some(request) = request else { break };
+            let permit = permits.clone().acquire_owned().await?;
+            let api = self.clone();
+            tokio::spawn(async move {
+                api.answer(request).await;
+                drop(permit);
+            });
+        }
+        let _ = requests.unsubscribe().await;
+        let _ = permits.acquire_many(256).await;
+        Ok(())
+    }
+
+    async fn answer(&self, request: async_nats::Message) {
+        let Some(reply_to) = request.reply.clone() else {
+            tracing::debug!(subject = %request.subject, "API request without a reply subject ignored");
+            return;
+        };
+        self.intake.journal.metrics.api_requests.inc();
+        let verb = self
+            .intake
+            .journal
+            .subjects
+            .api_verb(&request.subject)
+            .unwrap_or("")
+            .to_owned();
+        let reply = match self.handle(&verb, &request.payload).await {
+            Ok(fields) => ok_reply(fields),
+            Err(error) => {
+                self.intake.journal.metrics.api_errors.inc();
+                tracing::debug!(verb, %error, "API request rejected");
+                error.to_reply()
+            }
+        };
+        let body = serde_json::to_vec(&reply).unwrap_or_default();
+        if let Err(error) = self.client.publish(reply_to, body.into()).await {
+            tracing::warn!(%error, "sending an API reply failed");
+        }
+    }
+
+    /// Handles one request body for `verb`.
+    pub async fn handle(&self, verb: &str, body: &[u8]) -> Result<Value, ApiError> {
+        let fields = parse_body(body, self.max_body_bytes)?;
+        let fields = Fields(fields);
+        match verb {
+            "start" => self.start(&fields).await,
+            "describe" => self.describe(&fields).await,
+            "list" => self.list(&fields).await,
+            "history" => self.history(&fields).await,
+            "signal" => self.signal(&fields).await,
+            "cancel" => self.cancel(&fields).await,
+            "clusters" => self.clusters(&fields).await,
+            "verify" => self.verify(&fields).await,
+            other => Err(ApiError::invalid(format!(
+                "unknown verb {other:?}; the API has start, signal, cancel, describe, list, history, clusters and verify"
+            ))),
+        }
+    }
+
+    async fn start(&self, fields: &Fields) -> Result<Value, ApiError> {
+        let request = parse_start(fields)?;
+        let (id, status) = self.intake.start(request).await?;
+        Ok(json!({"workflow_id": id.as_str(), "status": status.as_str()}))
+    }
+
+    async fn describe(&self, fields: &Fields) -> Result<Value, ApiError> {
+        let mut problems = Vec::new();
+        let id = fields.workflow_id("workflow_id", &mut problems);
+        finish(problems)?;
+        let summary = self
+            .store()
+            .get_workflow(&id.unwrap_or_else(placeholder))
+            .await?;
+        Ok(json!({"workflow": workflow_view(&summary)}))
+    }
+
+    async fn list(&self, fields: &Fields) -> Result<Value, ApiError> {
+        let mut problems = Vec::new();
+        let status = fields
+            .optional_string("status", &mut problems)
+            .and_then(|text| {
+                text.parse::<WorkflowStatus>()
+                    .map_err(|_| problems.push(format!("status: {text:?} is not a status")))
+                    .ok()
+            });
+        let filter = WorkflowFilter {
+            status,
+            workflow_type: fields.optional_string("workflow_type", &mut problems),
+            concurrency_key: fields.optional_string("concurrency_key", &mut problems),
+        };
+        let limit = fields.limit(&mut problems);
+        let cursor = fields.optional_string("cursor", &mut problems);
+        finish(problems)?;
+        let page = self
+            .store()
+            .list_workflows(&filter, limit, cursor.as_deref())
+            .await?;
+        Ok(json!({
+            "workflows": page.workflows.iter().map(workflow_view).collect::<Vec<_>>(),
+            "cursor": page.cursor,
+        }))
+    }
+
+    /// The cluster registry: live clusters (and with `include_destroyed`, destroyed
+    /// ones), newest first; `name` narrows it to one name.
+    async fn clusters(&self, fields: &Fields) -> Result<Value, ApiError> {
+        let mut problems = Vec::new();
+        let name = fields.optional_string("name", &mut problems);
+        let include_destroyed = fields.optional_bool("include_destroyed", &mut problems);
+        let limit = fields.limit(&mut problems);
+        finish(problems)?;
+        let clusters = self
+            .store()
+            .list_clusters(name.as_deref(), include_destroyed.unwrap_or(false), limit)
+            .await?;
+        Ok(json!({"clusters": clusters.iter().map(cluster_view).collect::<Vec<_>>()}))
+    }
+
+    /// The evidence for an audit: the hash chain recomputed in the database
+    /// (`verified`, `events`, `head_hash`, or `first_bad_seq` and `reason`), the latest
+    /// signed checkpoint in Postgres and on the witness stream, the history's hash at
+    /// each checkpoint's seq, the workflow's status, and this server's audit public key.
+    /// Checking the signatures is the caller's job, with the key it trusts.
+    async fn verify(&self, fields: &Fields) -> Result<Value, ApiError> {
+        let mut problems = Vec::new();
+        let id = fields.workflow_id("workflow_id", &mut problems);
+        finish(problems)?;
+        let id = id.unwrap_or_else(placeholder);
+        let summary = self.store().get_workflow(&id).await?;
+        let mut reply = match self.store().verify_history(&id).await {
+            Ok(verified) => json!({
+                "verified": true,
+                "events": verified.events,
+                "head_hash": verified.head_hash.to_hex(),
+            }),
+            Err(hcpflow_eventstore::Error::Corrupt { seq, reason, .. }) => json!({
+                "verified": false,
+                "first_bad_seq": seq,
+                "reason": reason,
+            }),
+            Err(error) => return Err(error.into()),
+        };
+        let database = self
+            .store()
+            .latest_checkpoint(&id)
+            .await?
+            .map(|stored| stored.checkpoint);
+        let witness = self.witness_checkpoint(&id).await?;
+        let mut hash_at = Map::new();
+        let mut seqs: Vec<Seq> = database
+            .iter()
+            .chain(witness.iter())
+            .map(|c| c.seq)
+            .collect();
+        seqs.dedup();
+        for seq in seqs {
+            let page = self.store().read_history(&id, seq, 1).await?;
+            if let Some(event) = page.events.first().filter(|e| e.seq == seq) {
+                hash_at.insert(seq.to_string(), json!(event.hash.to_hex()));
+            }
+        }
+        reply["status"] = json!(summary.status.as_str());
+        reply["checkpoints"] = json!({"database": database, "witness": witness});
+        reply["hash_at"] = Value::Object(hash_at);
+        reply["audit_public_key"] = json!(self.audit_public_key.map(|k| k.to_base64()));
+        Ok(reply)
+    }
+
+    /// The latest checkpoint of `id` on the witness stream, if any.
+    async fn witness_checkpoint(
+        &self,
+        id: &WorkflowId,
+    ) -> Result<Option<hcpflow_engine::Checkpoint>, ApiError> {
+        use async_nats::jetstream::stream::LastRawMessageErrorKind;
+        let journal = &self.intake.journal;
+        let unavailable = |e: String| {
+            ApiError::new(
+                ErrorCode::Unavailable,
+                format!("reading the witness stream: {e}"),
+            )
+        };
+        // No stream info needed: one request fewer.
+        let stream = journal
+            .js
+            .get_stream_no_info(journal.subjects.stream(StreamRole::Audit))
+            .await
+            .map_err(|e| unavailable(e.to_string()))?;
+        match stream
+            .get_last_raw_message_by_subject(&journal.subjects.audit(id.as_str()))
+            .await
+        {
+            Ok(message) => serde_json::from_slice(&message.payload)
+                .map(Some)
+                .map_err(|e| {
+                    ApiError::internal(format!("a witness message is not a checkpoint: {e}"))
+                }),
+            Err(error) if matches!(error.kind(), LastRawMessageErrorKind::NoMessageFound) => {
+                Ok(None)
+            }
+            Err(error) => Err(unavailable(error.to_string())),
+        }
+    }
+
+    async fn history(&self, fields: &Fields) -> Result<Value, ApiError> {
+        let mut problems = Vec::new();
+        let id = fields.workflow_id("workflow_id", &mut problems);
+        let from_seq = fields.optional_u64("from_seq", &mut problems);
+        let limit = fields.limit(&mut problems);
+        let cursor = fields.optional_string("cursor", &mut problems);
+        let raw = fields.optional_bool("raw", &mut problems).unwrap_or(false);
+        let from = match (&cursor, from_seq) {
+            (Some(cursor), _) => cursor
+                .parse::<Seq>()
+                .map_err(|_| problems.push(format!("cursor: {cursor:?} was not issued by history")))
+                .ok(),
+            (None, Some(from)) => Seq::new(from)
+                .map_err(|_| problems.push("from_seq: must be at least 1".into()))
+                .ok(),
+            (None, None) => Some(Seq::FIRST),
+        };
+        finish(problems)?;
+        let id = id.unwrap_or_else(placeholder);
+        let from = from.unwrap_or(Seq::FIRST);
+        // Distinguish "no such workflow" from "no events from here".
+        self.store().get_workflow(&id).await?;
+        let page = self.store().read_history(&id, from, limit).await?;
+        let mut events = Vec::with_capacity(page.events.len());
+        for event in &page.events {
+            let mut entry = history_entry(event);
+            if raw {
+                // The exact bytes that were hashed, for an independent check of the chain.
+                let body = std::str::from_utf8(&event.body).map_err(|_| {
+                    ApiError::internal(format!("event {} of {id} is not UTF-8", event.seq))
+                })?;
+                entry["body"] = json!(body);
+            }
+            events.push(entry);
+        }
+        Ok(json!({
+            "events": events,
+            "cursor": page.next_from.map(|seq| seq.to_string()),
+        }))
+    }
+
+    async fn signal(&self, fields: &Fields) -> Result<Value, ApiError> {
+        let mut problems = Vec::new();
+        let id = fields.workflow_id("workflow_id", &mut problems);
+        let name = fields.required_string("signal", &mut problems);
+        let payload = fields.required("payload", &mut problems);
+        finish(problems)?;
+        let (id, name, payload) = (
+            id.unwrap_or_else(placeholder),
+            name.unwrap_or_default(),
+            payload.unwrap_or(Value::Null),
+        );
+        self.append_input(&id, || {
+            SignalReceived {
+                name: name.clone(),
+                payload: payload.clone(),
+            }
+            .into()
+        })
+        .await?;
+        Ok(json!({}))
+    }
+
+    async fn cancel(&self, fields: &Fields) -> Result<Value, ApiError> {
+        let mut problems = Vec::new();
+        let id = fields.workflow_id("workflow_id", &mut problems);
+        let reason = fields.optional_string("reason", &mut problems);
+        finish(problems)?;
+        let id = id.unwrap_or_else(placeholder);
+        self.append_input(&id, || {
+            CancelRequested {
+                reason: reason.clone(),
+            }
+            .into()
+        })
+        .await?;
+        Ok(json!({"status": "cancel_requested"}))
+    }
+
+    /// Records an input event for a live workflow (and, where this process runs
+    /// workflow code, its reaction) in one transaction.
+    async fn append_input(
+        &self,
+        id: &WorkflowId,
+        event: impl Fn() -> hcpflow_engine::Event + Send + Sync,
+    ) -> Result<(), ApiError> {
+        let mut ended = None;
+        let step = self
+            .intake
+            .journal
+            .step(id, |summary, _| {
+                if summary.status.is_terminal() {
+                    ended = Some(summary.status);
+                    return None;
+                }
+                Some(Write {
+                    events: vec![event()],
+                    ..Write::default()
+                })
+            })
+            .await?;
+        if let (true, Some(status)) = (step.nothing_to_do, ended) {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!("workflow {id} has already ended ({status})"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn store(&self) -> &hcpflow_eventstore::EventStore {
+        &self.intake.journal.store
+    }
+}
+
+/// Parses a start body, naming every missing or mistyped field.
+pub fn parse_start(fields: &Fields) -> Result<StartRequest, ApiError> {
+    let mut problems = Vec::new();
+    let workflow_type = fields.required_string("workflow_type", &mut problems);
+    let workflow_id = fields.optional_string("workflow_id", &mut problems);
+    if let Some(id) = &workflow_id {
+        if let Err(error) = WorkflowId::new(id.clone()) {
+            problems.push(format!("workflow_id: {error}"));
+        }
+    }
+    let input = fields.required("input", &mut problems);
+    let parent = match fields.0.get("parent") {
+        None | Some(Value::Null) => None,
+        Some(value) => serde_json::from_value(value.clone())
+            .map_err(|e| problems.push(format!("parent: {e}")))
+            .ok(),
+    };
+    finish(problems)?;
+    Ok(StartRequest {
+        workflow_type: workflow_type.unwrap_or_default(),
+        workflow_id,
+        input: input.unwrap_or(Value::Null),
+        parent,
+    })
+}
+
+fn finish(problems: Vec<String>) -> Result<(), ApiError> {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(problems.join("; ")))
+    }
+}
+
+/// Only reached after `finish` confirmed the id parsed.
+fn placeholder() -> WorkflowId {
+    WorkflowId::new("invalid").unwrap_or_else(|_| unreachable!("a valid literal"))
+}
+
+/// A request object, read field by field with every problem collected.
+#[derive(Debug)]
+pub struct Fields(pub Map<String, Value>);
+
+impl Fields {
+    fn required(&self, name: &str, problems: &mut Vec<String>) -> Option<Value> {
+        let value = self.0.get(name).cloned();
+        if value.is_none() {
+            problems.push(format!("{name}: required"));
+        }
+        value
+    }
+
+    fn required_string(&self, name: &str, problems: &mut Vec<String>) -> Option<String> {
+        match self.0.get(name) {
+            Some(Value::String(text)) if !text.is_empty() => Some(text.clone()),
+            Some(Value::String(_)) => {
+                problems.push(format!("{name}: must not be empty"));
+                None
+            }
+            Some(other) => {
+                problems.push(format!("{name}: must be a string, not {}", kind(other)));
+                None
+            }
+            None => {
+                problems.push(format!("{name}: required"));
+                None
+            }
+        }
+    }
+
+    fn optional_string(&self, name: &str, problems: &mut Vec<String>) -> Option<String> {
+        match self.0.get(name) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(other) => {
+                problems.push(format!("{name}: must be a string, not {}", kind(other)));
+                None
+            }
+        }
+    }
+
+    fn optional_bool(&self, name: &str, problems: &mut Vec<String>) -> Option<bool> {
+        match self.0.get(name) {
+            None | Some(Value::Null) => None,
+            Some(Value::Bool(flag)) => Some(*flag),
+            Some(other) => {
+                problems.push(format!("{name}: must be a boolean, not {}", kind(other)));
+                None
+            }
+        }
+    }
+
+    fn optional_u64(&self, name: &str, problems: &mut Vec<String>) -> Option<u64> {
+        match self.0.get(name) {
+            None | Some(Value::Null) => None,
+            Some(value) => value.as_u64().or_else(|| {
+                problems.push(format!(
+                    "{name}: must be a non-negative integer, not {}",
+                    kind(value)
+                ));
+                None
+            }),
+        }
+    }
+
+    fn workflow_id(&self, name: &str, problems: &mut Vec<String>) -> Option<WorkflowId> {
+        let text = self.required_string(name, problems)?;
+        WorkflowId::new(text)
+            .map_err(|e| problems.push(format!("{name}: {e}")))
+            .ok()
+    }
+
+    fn limit(&self, problems: &mut Vec<String>) -> u32 {
+        match self.optional_u64("limit", problems) {
+            None => DEFAULT_PAGE,
+            Some(n) if (1..=u64::from(MAX_PAGE)).contains(&n) => n as u32,
+            Some(n) => {
+                problems.push(format!("limit: must be 1-{MAX_PAGE}, not {n}"));
+                DEFAULT_PAGE
+            }
+        }
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,128 @@
+//! Durable fire-and-forget submission on `<prefix>.submit.v1.start` (stream
+//! `<PREFIX>_SUBMIT`). Accepted starts show up on the events subject; rejects go to the
+//! dead-letter stream as `{"reason", "code", "subject", "received_at", "body_redacted"}`.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use crate::api::intake::Intake;
+use crate::api::router::{parse_start, Fields};
+use crate::protocol::wire::{parse_body, ApiError, ErrorCode};
+use crate::runtime::nats::Deliveries;
+
+#[derive(Debug)]
+pub struct Submissions {
+    pub intake: Arc<Intake>,
+    pub max_body_bytes: usize,
+}
+
+impl Submissions {
+    pub async fn run(
+        self,
+        consumer: async_nats::jetstream::consumer::PullConsumer,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> anyhow::Result<()> {
+        let mut deliveries = Deliveries::new(consumer, "submissions");
+        while let Some(message) = deliveries.next(&mut shutdown).await {
+            match self.accept(&message.payload).await {
+                Ok(()) => {
+                    let _ = message.ack().await;
+                }
+                Err(error)
+                    if matches!(error.code, ErrorCode::Unavailable | ErrorCode::Internal) =>
+                {
+                    tracing::warn!(%error, "submission not recorded; NATS will redeliver it");
+                    let _ = message
+                        .ack_with(async_nats::jetstream::AckKind::Nak(Some(
+                            std::time::Duration::from_secs(1),
+                        )))
+                        .await;
+                }
+                Err(error) => {
+                    if let Err(dlq) = self
+                        .dead_letter(&message.subject, &message.payload, &error)
+                        .await
+                    {
+                        tracing::warn!(%dlq, "dead-lettering failed; NATS will redeliver");
+                        continue;
+                    }
+                    let _ = message.ack().await;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn accept(&self, body: &[u8]) -> Result<(), ApiError> {
+        let map = parse_body(body, self.max_body_bytes)?;
+        let request = parse_start(&Fields(map))?;
+        self.intake.start(request).await.map(|_| ())
+    }
+
+    async fn dead_letter(
+        &self,
+        subject: &str,
+        body: &[u8],
+        error: &ApiError,
+    ) -> anyhow::Result<()> {
+        let journal = &self.intake.journal;
+        let record = json!({
+            "reason": error.message,
+            "code": error.code.as_str(),
+            "subject": subject,
+            "received_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "body_redacted": redact(body),
+        });
+        journal
+            .js
+            .publish(
+                journal.subjects.dead_letter("submit"),
+                serde_json::to_vec(&record)?.into(),
+            )
+            .await?
+            .await?;
+        journal.metrics.dead_lettered.inc();
+        tracing::info!(code = error.code.as_str(), "submission dead-lettered");
+        Ok(())
+    }
+}
+
+/// The body with every string value replaced by its length, so a rejected submission
+/// keeps its shape for debugging and none of its contents (secrets included).
+pub fn redact(body: &[u8]) -> Value {
+    fn strip(value: &Value) -> Value {
+        match value {
+            Value::String(text) => {
+                Value::String(format!("[redacted: {} chars]", text.chars().count()))
+            }
+            Value::Array(items) => Value::Array(items.iter().map(strip).collect()),
+            Value::Object(map) => {
+                Value::Object(map.iter().map(|(k, v)| (k.clone(), strip(v))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(value) => strip(&value),
+        Err(_) => Value::String(format!("[not JSON: {} bytes]", body.len())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redaction_keeps_shape_and_drops_contents() {
+        let body = br#"{"workflow_type": "x", "input": {"pull_secret": "canary", "n": 3}}"#;
+        let redacted = redact(body);
+        assert_eq!(redacted["input"]["n"], 3);
+        assert!(!redacted.to_string().contains("canary"));
+        assert_eq!(
+            redact(b"\xff not json"),
+            Value::String("[not JSON: 10 bytes]".into())
+        );
+    }
+}

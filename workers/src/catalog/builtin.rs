@@ -1,0 +1,156 @@
+//! The built-in workflow types of DESIGN.md §4: the smoke test and the benchmark load.
+//!
+//! `noop_chain {"steps": N, "sleep_ms": 0, "fail_at": null, "payload_bytes": 0}` runs N
+//! no-op activities one after another; each sleeps `sleep_ms` inside the activity,
+//! returns `payload_bytes` of data and registers a no-op compensation; step `fail_at`
+//! (1-based) fails permanently, so the compensations run and the run ends
+//! `compensated`. `noop_fanout {"width": N}` runs N at once.
+
+use std::time::Duration;
+
+use hcpflow_engine::{
+    Activity, ActivityFailure, ActivityOptions, RetryPolicy, WorkflowContext, WorkflowError,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::catalog::activities::ActivityRegistry;
+use hcpflow_engine::catalog::{decodes_as, Catalog, TypeInfo};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoopChain {
+    pub steps: u32,
+    #[serde(default)]
+    pub sleep_ms: u64,
+    #[serde(default)]
+    pub fail_at: Option<u32>,
+    #[serde(default)]
+    pub payload_bytes: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoopFanout {
+    pub width: u32,
+}
+
+/// One no-op step.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NoopStep {
+    pub step: u32,
+    pub sleep_ms: u64,
+    pub fail: bool,
+    pub payload_bytes: usize,
+}
+
+impl Activity for NoopStep {
+    const TYPE: &'static str = "noop.step";
+    type Output = Value;
+    fn options(&self) -> ActivityOptions {
+        ActivityOptions::default().with_retry(RetryPolicy {
+            initial_interval_ms: 200,
+            ..RetryPolicy::default()
+        })
+    }
+}
+
+/// The no-op compensation of a step.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NoopUndo {
+    pub step: u32,
+}
+
+impl Activity for NoopUndo {
+    const TYPE: &'static str = "noop.undo";
+    type Output = Value;
+}
+
+/// Limits that keep a smoke test from becoming a denial of service.
+const MAX_STEPS: u32 = 10_000;
+const MAX_WIDTH: u32 = 10_000;
+const MAX_PAYLOAD: usize = 512 * 1024;
+
+async fn noop_chain(ctx: WorkflowContext, input: NoopChain) -> Result<Value, WorkflowError> {
+    for step in 1..=input.steps {
+        ctx.activity(NoopStep {
+            step,
+            sleep_ms: input.sleep_ms,
+            fail: input.fail_at == Some(step),
+            payload_bytes: input.payload_bytes,
+        })
+        .await?;
+        ctx.on_rollback(NoopUndo { step });
+    }
+    Ok(json!({"steps": input.steps}))
+}
+
+async fn noop_fanout(ctx: WorkflowContext, input: NoopFanout) -> Result<Value, WorkflowError> {
+    let steps = (1..=input.width).map(|step| {
+        ctx.activity(NoopStep {
+            step,
+            sleep_ms: 0,
+            fail: false,
+            payload_bytes: 0,
+        })
+    });
+    for result in ctx.join_all(steps).await {
+        result?;
+    }
+    Ok(json!({"width": input.width}))
+}
+
+fn validate_chain(input: &Value) -> Result<(), Vec<String>> {
+    decodes_as::<NoopChain>(input)?;
+    let chain: NoopChain =
+        serde_json::from_value(input.clone()).map_err(|e| vec![e.to_string()])?;
+    let mut problems = Vec::new();
+    if chain.steps > MAX_STEPS {
+        problems.push(format!("steps: at most {MAX_STEPS}"));
+    }
+    if chain.payload_bytes > MAX_PAYLOAD {
+        problems.push(format!("payload_bytes: at most {MAX_PAYLOAD}"));
+    }
+    if matches!(chain.fail_at, Some(0)) {
+        problems.push("fail_at: steps are numbered from 1".to_owned());
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+fn validate_fanout(input: &Value) -> Result<(), Vec<String>> {
+    decodes_as::<NoopFanout>(input)?;
+    let fanout: NoopFanout =
+        serde_json::from_value(input.clone()).map_err(|e| vec![e.to_string()])?;
+    if fanout.width > MAX_WIDTH {
+        return Err(vec![format!("width: at most {MAX_WIDTH}")]);
+    }
+    Ok(())
+}
+
+pub fn register_workflows(catalog: &mut Catalog) -> anyhow::Result<()> {
+    catalog.register("noop_chain", noop_chain, TypeInfo::plain(validate_chain))?;
+    catalog.register("noop_fanout", noop_fanout, TypeInfo::plain(validate_fanout))?;
+    Ok(())
+}
+
+pub fn register_activities(activities: &mut ActivityRegistry) {
+    activities.register(NoopStep::TYPE, |input| async move {
+        let step: NoopStep = serde_json::from_value(input.input)
+            .map_err(|e| ActivityFailure::permanent("InvalidInput", e.to_string()))?;
+        if step.sleep_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(step.sleep_ms)).await;
+        }
+        if step.fail {
+            return Err(ActivityFailure::permanent(
+                "InjectedFailure",
+                format!("step {} fails by request (fail_at)", step.step),
+            ));
+        }
+        Ok(Value::String("x".repeat(step.payload_bytes)))
+    });
+    activities.register(NoopUndo::TYPE, |_| async { Ok(Value::Null) });
+}

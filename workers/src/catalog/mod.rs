@@ -1,0 +1,38 @@
+//! What this server runs: the workflow types (the built-in [`builtin`] ones and the
+//! HyperShift ones from `hcpflow_hypershift::catalog`) and the activities by type name
+//! ([`activities`]): AWS ([`aws`]), Kubernetes ([`kube`]) and the cluster registry
+//! ([`registry`]).
+
+pub mod activities;
+pub mod aws;
+pub mod builtin;
+pub mod kube;
+pub mod registry;
+
+use std::sync::Arc;
+
+use hcpflow_aws::AwsActivities;
+use hcpflow_engine::Catalog;
+use hcpflow_kube::KubeActivities;
+
+use activities::ActivityRegistry;
+
+/// The workflow types and activities this binary serves; the AWS and Kubernetes
+/// activities when their clients are given.
+pub fn build(
+    aws: Option<Arc<AwsActivities>>,
+    kube: Option<Arc<KubeActivities>>,
+) -> anyhow::Result<(Catalog, ActivityRegistry)> {
+    let mut catalog = Catalog::new();
+    builtin::register_workflows(&mut catalog)?;
+    hcpflow_hypershift::catalog::register_workflows(&mut catalog)?;
+    let mut activities = ActivityRegistry::new();
+    builtin::register_activities(&mut activities);
+    if let Some(aws) = aws {
+        aws::register(&mut activities, aws);
+    }
+    if let Some(kube) = kube {
+        kube::register(&mut activities, kube);
+    }
+    Ok((catalog, activities))
+}

@@ -1,0 +1,432 @@
+//! `hcpflow audit`: evidence about what workflows did.
+//!
+//! - `verify`: each history's hash chain in the database and its signed checkpoints (in
+//!   Postgres and on the witness stream) against the audit public key, with a summary;
+//! - `replay`: today's workflow code against the recorded history, the resource ledger,
+//!   and what a destroy would undo;
+//! - `export` / `verify-file`: a self-contained file of the chain and its signed head,
+//!   checked offline (no database, no NATS) and replayed;
+//! - `timeline`: the steps, retries and compensations in time, as text or HTML.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use hcpflow_engine::{AuditPublicKey, AuditSigningKey, Checkpoint, HistoryEvent, WorkflowId};
+use serde_json::{json, Value};
+
+use crate::cli::cluster::{cluster_workflows, OutputArgs, OutputFormat};
+use crate::cli::config::ClientArgs;
+use crate::cli::progress::Progress;
+use crate::cli::timeline::Timeline;
+use crate::protocol::client::ApiClient;
+use hcpflow_audit::evidence::Evidence;
+use hcpflow_audit::file::{self as audit_file, Header, RawEvent};
+use hcpflow_audit::replay::{replay, ReplayReport};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum AuditCommand {
+    /// Check workflows' hash chains and signed checkpoints, and summarise their
+    /// histories; exits non-zero when anything does not hold, naming the first bad seq or
+    /// the checkpoint that no longer matches.
+    Verify {
+        #[command(flatten)]
+        key: PublicKeyArgs,
+        /// Workflow ids.
+        workflow_ids: Vec<String>,
+        /// Every workflow of this cluster (its create and what followed), oldest first.
+        #[arg(long)]
+        cluster: Option<String>,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Re-run today's workflow code against a recorded history: "deterministic", or the
+    /// first divergence; then the resource ledger and what a destroy would run.
+    Replay {
+        workflow_id: String,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Write a workflow's chain and signed head to a self-contained JSON-lines file.
+    Export {
+        workflow_id: String,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Check an exported file offline — chain, signature — and replay it. Needs no
+    /// database and no NATS.
+    VerifyFile {
+        file: PathBuf,
+        #[command(flatten)]
+        key: PublicKeyArgs,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Print the audit public key (for auditors) derived from the signing key.
+    PublicKey {
+        #[command(flatten)]
+        key: PublicKeyArgs,
+    },
+    /// The workflow's steps, retries and compensations in time.
+    Timeline {
+        workflow_id: String,
+        /// Also write a Gantt-style HTML page here.
+        #[arg(long)]
+        html: Option<PathBuf>,
+    },
+}
+
+impl AuditCommand {
+    pub async fn run(self, client: &ClientArgs) -> anyhow::Result<()> {
+        let connect = || async {
+            let (nats, prefix) = client.nats()?;
+            ApiClient::connect(&nats, &prefix).await
+        };
+        match self {
+            AuditCommand::Verify {
+                key,
+                mut workflow_ids,
+                cluster,
+                output,
+            } => {
+                let api = connect().await?;
+                if let Some(cluster) = &cluster {
+                    let (_, workflows) = cluster_workflows(&api, cluster).await?;
+                    workflow_ids.extend(
+                        workflows
+                            .iter()
+                            .rev()
+                            .filter_map(|w| w["workflow_id"].as_str().map(str::to_owned)),
+                    );
+                }
+                if workflow_ids.is_empty() {
+                    bail!("name workflow ids, or --cluster NAME");
+                }
+                verify(&api, &key, &workflow_ids, output.output).await
+            }
+            AuditCommand::Replay {
+                workflow_id,
+                output,
+            } => {
+                let api = connect().await?;
+                let id = WorkflowId::new(workflow_id.clone())?;
+                let raw = raw_history(&api, &workflow_id).await?;
+                let history = decode(&id, &raw)?;
+                let report = replay_with_this_build(&id, &history)?;
+                print_replay(&workflow_id, &report, output.output)
+            }
+            AuditCommand::Export { workflow_id, out } => {
+                let api = connect().await?;
+                let text = export(&api, &workflow_id).await?;
+                std::fs::write(&out, &text)
+                    .with_context(|| format!("writing {}", out.display()))?;
+                println!(
+                    "exported {workflow_id} to {} ({} lines, signed head included)",
+                    out.display(),
+                    text.lines().count()
+                );
+                Ok(())
+            }
+            AuditCommand::VerifyFile { file, key, output } => {
+                let Some(key) = key.local()? else {
+                    bail!("verify-file needs the audit public key: --public-key or HCPFLOW_AUDIT_PUBLIC_KEY");
+                };
+                let text =
+                    std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+                let text = String::from_utf8(text).map_err(|_| {
+                    anyhow::anyhow!("{} is not UTF-8 text: altered?", file.display())
+                })?;
+                let verified = audit_file::read(&text, &key)
+                    .with_context(|| format!("{} does not verify", file.display()))?;
+                let report = replay_with_this_build(&verified.workflow_id, &verified.history)?;
+                if output.output == OutputFormat::Text {
+                    println!(
+                        "{}: {} events of {} ({}, {}); chain and signature verified (key {})",
+                        file.display(),
+                        verified.header.events,
+                        verified.workflow_id,
+                        verified.header.workflow_type,
+                        verified.header.status,
+                        verified.checkpoint.key_id
+                    );
+                }
+                print_replay(verified.workflow_id.as_str(), &report, output.output)
+            }
+            AuditCommand::PublicKey { key } => {
+                let Some(key) = key.local()? else {
+                    bail!("no key: set HCPFLOW_AUDIT_SIGNING_KEY (or give --public-key)");
+                };
+                println!("{}", key.to_base64());
+                eprintln!("key id {}", key.key_id());
+                Ok(())
+            }
+            AuditCommand::Timeline { workflow_id, html } => {
+                let api = connect().await?;
+                let id = WorkflowId::new(workflow_id.clone())?;
+                let raw = raw_history(&api, &workflow_id).await?;
+                let timeline = Timeline::build(&workflow_id, &decode(&id, &raw)?);
+                let width = std::env::var("COLUMNS")
+                    .ok()
+                    .and_then(|c| c.parse::<usize>().ok())
+                    .unwrap_or(120);
+                print!("{}", timeline.text(width.saturating_sub(80).clamp(20, 80)));
+                if let Some(path) = html {
+                    std::fs::write(&path, timeline.html())
+                        .with_context(|| format!("writing {}", path.display()))?;
+                    println!("wrote {}", path.display());
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Every event with its exact stored bytes.
+async fn raw_history(api: &ApiClient, workflow_id: &str) -> anyhow::Result<Vec<RawEvent>> {
+    api.history_from_raw(workflow_id, 1)
+        .await?
+        .into_iter()
+        .map(|entry| {
+            Ok(RawEvent {
+                seq: entry["seq"].as_u64().context("an entry without seq")?,
+                hash: entry["hash"]
+                    .as_str()
+                    .context("an entry without hash")?
+                    .to_owned(),
+                body: entry["body"]
+                    .as_str()
+                    .context("an entry without body")?
+                    .to_owned(),
+            })
+        })
+        .collect()
+}
+
+fn decode(id: &WorkflowId, raw: &[RawEvent]) -> anyhow::Result<Vec<HistoryEvent>> {
+    raw.iter()
+        .map(|e| {
+            audit_file::to_history_event(id, e.seq, e.body.as_bytes())
+                .map_err(|reason| anyhow::anyhow!("event {}: {reason}", e.seq))
+        })
+        .collect()
+}
+
+fn replay_with_this_build(
+    id: &WorkflowId,
+    history: &[HistoryEvent],
+) -> anyhow::Result<ReplayReport> {
+    let (catalog, _) = crate::catalog::build(None, None)?;
+    Ok(replay(catalog.registry(), id, history))
+}
+
+fn print_replay(id: &str, report: &ReplayReport, format: OutputFormat) -> anyhow::Result<()> {
+    if format == OutputFormat::Json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+    } else {
+        match &report.divergence {
+            None => println!(
+                "replay of {id}: {} events ({}) against this build: deterministic",
+                report.events, report.status
+            ),
+            Some(d) => println!(
+                "replay of {id}: DIVERGES at seq {}: recorded {}, today's code does {}",
+                d.seq, d.recorded, d.new
+            ),
+        }
+        println!("\nresource ledger ({} entries):", report.ledger.len());
+        for line in &report.ledger {
+            println!(
+                "  {} {:<7} {:<26} {}  by {} (seq {}, attempt {})",
+                line.at, line.action, line.kind, line.id, line.step, line.step_seq, line.attempt
+            );
+        }
+        println!(
+            "\na destroy would run ({}):",
+            report.destroy_would_run.len()
+        );
+        for (n, step) in report.destroy_would_run.iter().enumerate() {
+            println!("  {:>3}. {step}", n + 1);
+        }
+    }
+    if let Some(d) = &report.divergence {
+        bail!(
+            "{id} does not replay: seq {}: recorded {}, now {}",
+            d.seq,
+            d.recorded,
+            d.new
+        );
+    }
+    Ok(())
+}
+
+/// The file `audit export` writes: the history up to its latest signed head.
+async fn export(api: &ApiClient, workflow_id: &str) -> anyhow::Result<String> {
+    let id = WorkflowId::new(workflow_id.to_owned())?;
+    let (_, evidence) = evidence(api, workflow_id).await?;
+    if !evidence.verified {
+        bail!(
+            "{workflow_id}'s chain is broken at seq {}: {}",
+            evidence.first_bad_seq.unwrap_or_default(),
+            evidence.reason.unwrap_or_default()
+        );
+    }
+    let checkpoint: Checkpoint = [evidence.checkpoints.database, evidence.checkpoints.witness]
+        .into_iter()
+        .flatten()
+        .max_by_key(|c| c.seq)
+        .context("not signed yet: nothing to export (a running workflow is signed every minute, an ended one at once)")?;
+    let mut raw = raw_history(api, workflow_id).await?;
+    raw.truncate(usize::try_from(checkpoint.seq.get()).unwrap_or(usize::MAX));
+    let history = decode(&id, &raw)?;
+    let started = match history.first().map(|e| &e.event) {
+        Some(hcpflow_engine::Event::WorkflowStarted(started)) => started.workflow_type.clone(),
+        _ => bail!("{workflow_id}'s history does not begin with WorkflowStarted"),
+    };
+    let header = Header {
+        hcpflow_export: audit_file::FORMAT_VERSION,
+        workflow_id: workflow_id.to_owned(),
+        workflow_type: started,
+        status: hcpflow_engine::history::status(&history)
+            .as_str()
+            .to_owned(),
+        events: raw.len() as u64,
+    };
+    Ok(audit_file::write(&header, &raw, &checkpoint)?)
+}
+
+/// The audit public key an auditor trusts.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PublicKeyArgs {
+    /// The audit public key (base64 or hex). Default: derived from
+    /// HCPFLOW_AUDIT_SIGNING_KEY when set, else the one the server reports.
+    #[arg(long, env = "HCPFLOW_AUDIT_PUBLIC_KEY")]
+    pub public_key: Option<String>,
+    #[arg(
+        long,
+        env = "HCPFLOW_AUDIT_SIGNING_KEY",
+        hide = true,
+        hide_env_values = true
+    )]
+    pub signing_key: Option<String>,
+}
+
+impl PublicKeyArgs {
+    /// The key given, or derived from the signing key; `None` when neither is set.
+    pub fn local(&self) -> anyhow::Result<Option<AuditPublicKey>> {
+        if let Some(text) = &self.public_key {
+            return Ok(Some(AuditPublicKey::from_text(text)?));
+        }
+        match &self.signing_key {
+            Some(text) => Ok(Some(*AuditSigningKey::from_text(text)?.public_key())),
+            None => Ok(None),
+        }
+    }
+}
+
+/// How long `verify` waits for an ended workflow's final checkpoint.
+const FINAL_CHECKPOINT_WAIT: Duration = Duration::from_secs(10);
+
+pub async fn evidence(api: &ApiClient, id: &str) -> anyhow::Result<(Value, Evidence)> {
+    let deadline = tokio::time::Instant::now() + FINAL_CHECKPOINT_WAIT;
+    loop {
+        let reply = api.call("verify", json!({"workflow_id": id})).await?;
+        let evidence: Evidence = serde_json::from_value(reply.clone())
+            .map_err(|e| anyhow::anyhow!("the verify reply for {id} is not evidence: {e}"))?;
+        if !evidence.awaits_final_checkpoint() || tokio::time::Instant::now() >= deadline {
+            return Ok((reply, evidence));
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+async fn verify(
+    api: &ApiClient,
+    key: &PublicKeyArgs,
+    ids: &[String],
+    format: OutputFormat,
+) -> anyhow::Result<()> {
+    let local_key = key.local()?;
+    let mut reports = Vec::new();
+    let mut bad = Vec::new();
+    for id in ids {
+        let (reply, evidence) = evidence(api, id).await?;
+        let key = match (local_key, &evidence.audit_public_key) {
+            (Some(key), _) => key,
+            (None, Some(server)) => AuditPublicKey::from_text(server)?,
+            (None, None) => bail!(
+                "no audit public key: give --public-key (or HCPFLOW_AUDIT_PUBLIC_KEY); the server signs nothing"
+            ),
+        };
+        let findings = evidence.judge(&key);
+        let mut progress = Progress::new();
+        for entry in api.history_from(id, 1).await? {
+            progress.apply(&entry);
+        }
+        if !findings.problems.is_empty() {
+            bad.push(format!("{id}: {}", findings.problems.join("; ")));
+        }
+        reports.push(json!({
+            "workflow_id": id,
+            "workflow_type": progress.workflow_type,
+            "status": evidence.status,
+            "verified": findings.problems.is_empty(),
+            "problems": findings.problems,
+            "notes": findings.notes,
+            "signed_seq": findings.signed_seq,
+            "key_id": key.key_id(),
+            "chain": {"verified": reply["verified"], "events": reply["events"],
+                      "head_hash": reply["head_hash"], "first_bad_seq": reply["first_bad_seq"]},
+            "events": progress.events,
+            "resources_created": progress.created,
+            "resources_deleted": progress.deleted,
+            "resources_observed": progress.observed,
+            "retries": progress.retries,
+            "compensations": progress.compensations,
+        }));
+    }
+    match format {
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&reports)?),
+        OutputFormat::Text => {
+            for report in &reports {
+                println!("{}", report_line(report));
+            }
+        }
+    }
+    if !bad.is_empty() {
+        bail!("the audit failed: {}", bad.join(" | "));
+    }
+    Ok(())
+}
+
+fn report_line(report: &Value) -> String {
+    let verdict = if report["verified"] == json!(true) {
+        let head = report["chain"]["head_hash"].as_str().unwrap_or("");
+        format!(
+            "chain verified, head {}…, signed at seq {} by key {}",
+            &head[..head.len().min(12)],
+            report["signed_seq"],
+            report["key_id"].as_str().unwrap_or("?")
+        )
+    } else {
+        "NOT VERIFIED".to_owned()
+    };
+    let mut lines = vec![format!(
+        "{} {} {}\n    {} events, {} resources created, {} deleted, {} observed, {} retries, {} compensations; {verdict}",
+        report["workflow_id"].as_str().unwrap_or("?"),
+        report["workflow_type"].as_str().unwrap_or("?"),
+        report["status"].as_str().unwrap_or("?"),
+        report["events"],
+        report["resources_created"],
+        report["resources_deleted"],
+        report["resources_observed"],
+        report["retries"],
+        report["compensations"],
+    )];
+    for problem in report["problems"].as_array().into_iter().flatten() {
+        lines.push(format!("    ✗ {}", problem.as_str().unwrap_or("?")));
+    }
+    for note in report["notes"].as_array().into_iter().flatten() {
+        lines.push(format!("    · {}", note.as_str().unwrap_or("?")));
+    }
+    lines.join("\n")
+}

@@ -1,0 +1,216 @@
+//! `hcpflow bench`: submits workflows over NATS like any client and prints throughput,
+//! latency (submit → terminal event) and Postgres write transactions per step. Figures are
+//! printed, never asserted.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use futures::StreamExt;
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+use crate::protocol::subjects::Subjects;
+use crate::runtime::nats::{self, NatsConfig};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// `noop_chain` or `noop_fanout`.
+    #[arg(long, default_value = "noop_chain")]
+    pub workflow: String,
+    /// Steps per workflow (the chain length, or the fan-out width).
+    #[arg(long, default_value_t = 10)]
+    pub steps: u32,
+    /// Workflows to run.
+    #[arg(long, default_value_t = 1000)]
+    pub count: u32,
+    /// Workflows in flight at once.
+    #[arg(long, default_value_t = 32)]
+    pub concurrency: usize,
+    /// Simulated work inside each activity (noop_chain only).
+    #[arg(long, default_value_t = 0)]
+    pub sleep_ms: u64,
+    /// Make step N fail (noop_chain only): every run then rolls back and is expected to
+    /// end `compensated`.
+    #[arg(long)]
+    pub fail_at: Option<u32>,
+    /// Give up on a workflow after this many seconds.
+    #[arg(long, default_value_t = 120)]
+    pub timeout_secs: u64,
+}
+
+type Waiters = Arc<Mutex<HashMap<String, oneshot::Sender<String>>>>;
+
+/// The measured figures of one run.
+#[derive(Debug, Clone)]
+pub struct BenchReport {
+    pub completed: usize,
+    pub failed: usize,
+    pub elapsed: Duration,
+    pub latencies: Vec<Duration>,
+    pub steps: u64,
+    /// Transactions that wrote (got a transaction id) during the run.
+    pub commits: Option<i64>,
+}
+
+pub async fn run(
+    nats_config: &NatsConfig,
+    prefix: &str,
+    database_url: Option<&str>,
+    args: &BenchArgs,
+) -> anyhow::Result<BenchReport> {
+    let input = match args.workflow.as_str() {
+        "noop_chain" => {
+            json!({"steps": args.steps, "sleep_ms": args.sleep_ms, "fail_at": args.fail_at})
+        }
+        "noop_fanout" => json!({"width": args.steps}),
+        other => bail!("bench runs noop_chain or noop_fanout, not {other}"),
+    };
+    let subjects = Subjects::new(prefix)?;
+    let client = nats::connect(nats_config, "hcpflow-bench").await?;
+    let waiters: Waiters = Arc::new(Mutex::new(HashMap::new()));
+    let mut events = client.subscribe(subjects.events_all()).await?;
+    let router = {
+        let waiters = waiters.clone();
+        tokio::spawn(async move {
+            while let Some(message) = events.next().await {
+                let Ok(event) = serde_json::from_slice::<Value>(&message.payload) else {
+                    continue;
+                };
+                let kind = event["type"].as_str().unwrap_or_default();
+                if !hcpflow_engine::Event::is_terminal_kind(kind) {
+                    continue;
+                }
+                let id = event["workflow_id"].as_str().unwrap_or_default();
+                let waiter = waiters.lock().ok().and_then(|mut w| w.remove(id));
+                if let Some(waiter) = waiter {
+                    let _ = waiter.send(kind.to_owned());
+                }
+            }
+        })
+    };
+    let store = match database_url {
+        Some(url) => Some(
+            hcpflow_eventstore::EventStore::connect(url, 1)
+                .await
+                .context("connecting to Postgres for the commit count")?,
+        ),
+        None => None,
+    };
+    let commits_before = match &store {
+        Some(store) => Some(store.next_transaction_id().await?),
+        None => None,
+    };
+
+    let run_id = format!("bench-{}", chrono::Utc::now().format("%Y%m%d%H%M%S%3f"));
+    let started = Instant::now();
+    let outcomes: Vec<Result<Duration, String>> = futures::stream::iter(0..args.count)
+        .map(|n| {
+            let (client, subjects, waiters, input) = (client.clone(), subjects.clone(), waiters.clone(), input.clone());
+            let workflow_id = format!("{run_id}-{n}");
+            let workflow_type = args.workflow.clone();
+            let timeout = Duration::from_secs(args.timeout_secs);
+            let expected = if args.fail_at.is_some() { "WorkflowCompensated" } else { "WorkflowCompleted" };
+            async move {
+                let (sender, receiver) = oneshot::channel();
+                if let Ok(mut w) = waiters.lock() {
+                    w.insert(workflow_id.clone(), sender);
+                }
+                let begin = Instant::now();
+                let request = json!({"workflow_type": workflow_type, "workflow_id": workflow_id, "input": input});
+                let reply = client
+                    .request(subjects.api("start"), serde_json::to_vec(&request).unwrap_or_default().into())
+                    .await
+                    .map_err(|e| format!("start request: {e}"))?;
+                let reply: Value = serde_json::from_slice(&reply.payload).map_err(|e| format!("start reply: {e}"))?;
+                if reply["ok"] != json!(true) {
+                    return Err(format!("start refused: {reply}"));
+                }
+                match tokio::time::timeout(timeout, receiver).await {
+                    Ok(Ok(kind)) if kind == expected => Ok(begin.elapsed()),
+                    Ok(Ok(kind)) => Err(format!("{workflow_id} ended with {kind}")),
+                    _ => Err(format!("{workflow_id} did not finish in {timeout:?}")),
+                }
+            }
+        })
+        .buffer_unordered(args.concurrency.max(1))
+        .collect()
+        .await;
+    let elapsed = started.elapsed();
+    router.abort();
+
+    let commits = match (&store, commits_before) {
+        (Some(store), Some(before)) => Some(store.next_transaction_id().await? - before),
+        _ => None,
+    };
+    let mut latencies = Vec::new();
+    let mut failed = 0;
+    for outcome in outcomes {
+        match outcome {
+            Ok(latency) => latencies.push(latency),
+            Err(error) => {
+                failed += 1;
+                if failed <= 5 {
+                    eprintln!("bench: {error}");
+                }
+            }
+        }
+    }
+    latencies.sort();
+    Ok(BenchReport {
+        completed: latencies.len(),
+        failed,
+        elapsed,
+        steps: latencies.len() as u64 * u64::from(args.steps),
+        latencies,
+        commits,
+    })
+}
+
+impl BenchReport {
+    fn percentile(&self, p: f64) -> Duration {
+        if self.latencies.is_empty() {
+            return Duration::ZERO;
+        }
+        let index = ((self.latencies.len() as f64 - 1.0) * p).round() as usize;
+        self.latencies[index.min(self.latencies.len() - 1)]
+    }
+
+    pub fn print(&self, args: &BenchArgs) {
+        let seconds = self.elapsed.as_secs_f64().max(f64::EPSILON);
+        println!(
+            "bench: {} x {} (steps {}, concurrency {}{})",
+            args.count,
+            args.workflow,
+            args.steps,
+            args.concurrency,
+            args.fail_at
+                .map(|n| format!(", failing at step {n}"))
+                .unwrap_or_default()
+        );
+        println!(
+            "  completed      {} ({} failed) in {:.2} s",
+            self.completed, self.failed, seconds
+        );
+        println!("  workflows/s    {:.1}", self.completed as f64 / seconds);
+        println!("  steps/s        {:.1}", self.steps as f64 / seconds);
+        println!(
+            "  latency p50    {:.1} ms",
+            self.percentile(0.50).as_secs_f64() * 1000.0
+        );
+        println!(
+            "  latency p99    {:.1} ms",
+            self.percentile(0.99).as_secs_f64() * 1000.0
+        );
+        match self.commits {
+            Some(commits) if self.steps > 0 => println!(
+                "  pg write txns  {commits} ({:.2} per step)",
+                commits as f64 / self.steps as f64
+            ),
+            _ => println!(
+                "  pg write txns  (give --database-url or HCPFLOW_DATABASE_URL to count them)"
+            ),
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! The `hcpflow` command line.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+use crate::cli::audit::AuditCommand;
+use crate::cli::bench::{self, BenchArgs};
+use crate::cli::cluster::ClusterCommand;
+use crate::cli::config::{ClientArgs, ConfigArgs};
+use crate::cli::workflow::WorkflowCommand;
+use crate::protocol::client::ApiClient;
+use crate::roles::server::{self, Role};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hcpflow",
+    version,
+    about = "Durable workflows that provision HyperShift hosted clusters on AWS"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Apply the database migrations, grant the application role its rights, and create
+    /// the NATS streams.
+    Migrate(MigrateArgs),
+    /// Run every role in one process: API, workflow and activity workers, relay, timers.
+    Server(ConfigArgs),
+    /// Run some roles only.
+    Worker(WorkerArgs),
+    /// Create, scale, destroy and inspect hosted clusters (through the NATS API).
+    Cluster(ClusterArgs),
+    /// Any workflow: list, describe, history, watch, cancel, signal (through the NATS API).
+    Workflow(WorkflowArgs),
+    /// Audit evidence: verify workflows' hash chains (through the NATS API).
+    Audit(AuditArgs),
+    /// Benchmark a running server over NATS.
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WorkflowArgs {
+    #[command(subcommand)]
+    pub command: WorkflowCommand,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    #[command(subcommand)]
+    pub command: AuditCommand,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ClusterArgs {
+    #[command(subcommand)]
+    pub command: ClusterCommand,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `--database-admin-url` (the owner) is required; `--database-url` names the
+/// application role that gets append-only rights.
+#[derive(Debug, clap::Args)]
+pub struct MigrateArgs {
+    /// Skip creating the NATS streams.
+    #[arg(long)]
+    pub no_streams: bool,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WorkerArgs {
+    /// api, workflow, activity, relay or timer; repeat or comma-separate for several.
+    #[arg(long = "role", required = true, value_delimiter = ',')]
+    pub roles: Vec<Role>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchCommand {
+    #[command(flatten)]
+    pub bench: BenchArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+impl Cli {
+    pub async fn run(self) -> anyhow::Result<()> {
+        match self.command {
+            Command::Migrate(args) => {
+                let Some(admin) = args.config.database_admin_url.as_deref() else {
+                    anyhow::bail!("migrate needs the owner's URL: HCPFLOW_DATABASE_ADMIN_URL or --database-admin-url");
+                };
+                let role =
+                    crate::cli::migrate::database(admin, args.config.database_url.as_deref())
+                        .await?;
+                match role {
+                    Some(role) => {
+                        println!("database migrated; application role {role} may read and append")
+                    }
+                    None => {
+                        println!("database migrated (no application role given: no grants changed)")
+                    }
+                }
+                if !args.no_streams {
+                    let (nats, prefix) = args.config.client.nats()?;
+                    let max_body = args
+                        .config
+                        .max_body_bytes
+                        .unwrap_or(crate::cli::config::DEFAULT_MAX_BODY_BYTES);
+                    crate::cli::migrate::streams(&nats, &prefix, max_body)
+                        .await
+                        .context("creating the NATS streams")?;
+                    println!("NATS streams ready under prefix {prefix}");
+                }
+                Ok(())
+            }
+            Command::Server(config) => {
+                let config = config.resolve()?;
+                server::run(config, &Role::ALL, server::shutdown_on_signals()).await
+            }
+            Command::Worker(args) => {
+                let config = args.config.resolve()?;
+                let mut roles = args.roles;
+                roles.sort();
+                roles.dedup();
+                server::run(config, &roles, server::shutdown_on_signals()).await
+            }
+            Command::Cluster(args) => {
+                let (nats, prefix) = args.client.nats()?;
+                let api = ApiClient::connect(&nats, &prefix).await?;
+                args.command.run(&api).await
+            }
+            Command::Workflow(args) => {
+                let (nats, prefix) = args.client.nats()?;
+                let api = ApiClient::connect(&nats, &prefix).await?;
+                args.command.run(&api).await
+            }
+            Command::Audit(args) => args.command.run(&args.client).await,
+            Command::Bench(args) => {
+                let (nats, prefix) = args.config.client.nats()?;
+                let report = bench::run(
+                    &nats,
+                    &prefix,
+                    args.config.database_url.as_deref(),
+                    &args.bench,
+                )
+                .await?;
+                report.print(&args.bench);
+                if report.failed > 0 {
+                    anyhow::bail!(
+                        "{} of {} workflows did not complete",
+                        report.failed,
+                        args.bench.count
+                    );
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+}

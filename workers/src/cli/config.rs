@@ -1,0 +1,356 @@
+//! Configuration, layered: defaults, then a TOML file (`--config`), then `HCPFLOW_*`
+//! environment variables, then flags. Only the binary reads the environment.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+
+use crate::runtime::nats::NatsConfig;
+
+/// A value that never shows in logs or `Debug` output.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// The resolved configuration of a server or worker process.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub database_url: Secret,
+    pub database_admin_url: Option<Secret>,
+    pub nats: NatsConfig,
+    pub prefix: String,
+    /// `HCPFLOW_SEAL_KEY`: seals submitted secrets at intake.
+    pub seal_key: Option<Secret>,
+    /// `HCPFLOW_AUDIT_SIGNING_KEY`: signs histories' checkpoints (Ed25519 seed).
+    pub audit_signing_key: Option<Secret>,
+    /// How often a running workflow's head is signed while it moves.
+    pub checkpoint_every: std::time::Duration,
+    /// Largest request or submit body accepted, in bytes.
+    pub max_body_bytes: usize,
+    pub metrics_addr: Option<SocketAddr>,
+    /// Workflow tasks run at once by one process.
+    pub workflow_concurrency: usize,
+    /// Activity attempts run at once by one process.
+    pub activity_concurrency: usize,
+    /// Activity task queues this process serves.
+    pub task_queues: Vec<String>,
+    /// AWS region and endpoint override; credentials come from the standard AWS chain
+    /// (environment, profile, instance role).
+    pub aws: hcpflow_aws::AwsSettings,
+    /// The management cluster: a URL, a kubeconfig, or (neither) in-cluster / default
+    /// kubeconfig inference.
+    pub kube: hcpflow_kube::KubeSettings,
+}
+
+/// The config file: every key optional, unknown keys rejected.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub database_url: Option<Secret>,
+    pub database_admin_url: Option<Secret>,
+    pub nats_url: Option<String>,
+    pub nats_user: Option<String>,
+    pub nats_password: Option<Secret>,
+    pub nats_token: Option<Secret>,
+    pub nats_ca_file: Option<PathBuf>,
+    pub prefix: Option<String>,
+    pub seal_key: Option<Secret>,
+    pub audit_signing_key: Option<Secret>,
+    pub checkpoint_every_secs: Option<u64>,
+    pub max_body_bytes: Option<usize>,
+    pub metrics_addr: Option<SocketAddr>,
+    pub workflow_concurrency: Option<usize>,
+    pub activity_concurrency: Option<usize>,
+    pub task_queues: Option<Vec<String>>,
+    pub aws_region: Option<String>,
+    pub aws_endpoint: Option<String>,
+    pub kube_url: Option<String>,
+    pub kubeconfig: Option<PathBuf>,
+}
+
+impl ConfigFile {
+    pub fn read(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config file {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("parsing config file {}", path.display()))
+    }
+}
+
+/// Connection settings shared by every subcommand that talks to the stack.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ConfigArgs {
+    /// The config file, NATS and the prefix.
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The application role's Postgres URL.
+    #[arg(long, env = "HCPFLOW_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// The migration owner's Postgres URL (migrations run at start when given).
+    #[arg(long, env = "HCPFLOW_DATABASE_ADMIN_URL", hide_env_values = true)]
+    pub database_admin_url: Option<String>,
+    #[arg(long, env = "HCPFLOW_SEAL_KEY", hide_env_values = true)]
+    pub seal_key: Option<String>,
+    /// The audit key (a 32-byte Ed25519 seed, base64 or hex): signs history checkpoints.
+    #[arg(long, env = "HCPFLOW_AUDIT_SIGNING_KEY", hide_env_values = true)]
+    pub audit_signing_key: Option<String>,
+    /// Sign a running workflow's moving head this often (seconds); ended ones at once.
+    #[arg(long, env = "HCPFLOW_CHECKPOINT_EVERY_SECS")]
+    pub checkpoint_every_secs: Option<u64>,
+    #[arg(long, env = "HCPFLOW_MAX_BODY_BYTES")]
+    pub max_body_bytes: Option<usize>,
+    /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9464).
+    #[arg(long, env = "HCPFLOW_METRICS_ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+    #[arg(long, env = "HCPFLOW_WORKFLOW_CONCURRENCY")]
+    pub workflow_concurrency: Option<usize>,
+    #[arg(long, env = "HCPFLOW_ACTIVITY_CONCURRENCY")]
+    pub activity_concurrency: Option<usize>,
+    /// Activity task queues to serve, comma-separated.
+    #[arg(long, env = "HCPFLOW_TASK_QUEUES", value_delimiter = ',')]
+    pub task_queues: Option<Vec<String>>,
+    /// The AWS region of the hosted clusters' resources.
+    #[arg(long, env = "AWS_REGION")]
+    pub aws_region: Option<String>,
+    /// One endpoint for every AWS service (moto, or a proxy); unset for real AWS.
+    #[arg(long, env = "HCPFLOW_AWS_ENDPOINT")]
+    pub aws_endpoint: Option<String>,
+    /// The management cluster's API server URL, used without credentials (the local
+    /// emulator); unset to use a kubeconfig or in-cluster configuration.
+    #[arg(long, env = "HCPFLOW_KUBE_URL")]
+    pub kube_url: Option<String>,
+    /// A kubeconfig for the management cluster (its current context).
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+/// What a client of the NATS API needs (the `cluster`, `workflow` and `audit` commands,
+/// `bench`), and part of every process's settings: the config file, NATS and the
+/// prefix. Global, so they may follow a subcommand.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ClientArgs {
+    /// A TOML config file; environment variables and flags override it.
+    #[arg(long, env = "HCPFLOW_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+    #[arg(long, env = "HCPFLOW_NATS_URL", global = true)]
+    pub nats_url: Option<String>,
+    #[arg(long, env = "HCPFLOW_NATS_USER", global = true)]
+    pub nats_user: Option<String>,
+    #[arg(
+        long,
+        env = "HCPFLOW_NATS_PASSWORD",
+        hide_env_values = true,
+        global = true
+    )]
+    pub nats_password: Option<String>,
+    #[arg(
+        long,
+        env = "HCPFLOW_NATS_TOKEN",
+        hide_env_values = true,
+        global = true
+    )]
+    pub nats_token: Option<String>,
+    /// A CA file: connect to NATS over TLS and trust this CA.
+    #[arg(long, env = "HCPFLOW_NATS_CA_FILE", global = true)]
+    pub nats_ca_file: Option<PathBuf>,
+    /// Subject and stream prefix.
+    #[arg(long, env = "HCPFLOW_PREFIX", global = true)]
+    pub prefix: Option<String>,
+}
+
+impl ClientArgs {
+    /// The config file, or an empty one.
+    fn file(&self) -> anyhow::Result<ConfigFile> {
+        match &self.config {
+            Some(path) => ConfigFile::read(path),
+            None => Ok(ConfigFile::default()),
+        }
+    }
+
+    fn nats_layered(&self, file: &ConfigFile) -> anyhow::Result<NatsConfig> {
+        let nats = NatsConfig {
+            url: self
+                .nats_url
+                .clone()
+                .or_else(|| file.nats_url.clone())
+                .unwrap_or_else(|| DEFAULT_NATS_URL.to_owned()),
+            user: self.nats_user.clone().or_else(|| file.nats_user.clone()),
+            password: self
+                .nats_password
+                .clone()
+                .map(Secret::new)
+                .or_else(|| file.nats_password.clone()),
+            token: self
+                .nats_token
+                .clone()
+                .map(Secret::new)
+                .or_else(|| file.nats_token.clone()),
+            ca_file: self
+                .nats_ca_file
+                .clone()
+                .or_else(|| file.nats_ca_file.clone()),
+        };
+        if nats.user.is_some() != nats.password.is_some() {
+            bail!("NATS user and password must be given together");
+        }
+        Ok(nats)
+    }
+
+    fn prefix_layered(&self, file: &ConfigFile) -> String {
+        self.prefix
+            .clone()
+            .or_else(|| file.prefix.clone())
+            .unwrap_or_else(|| DEFAULT_PREFIX.to_owned())
+    }
+
+    /// The NATS settings and prefix alone (clients need no database).
+    pub fn nats(&self) -> anyhow::Result<(NatsConfig, String)> {
+        let file = self.file()?;
+        Ok((self.nats_layered(&file)?, self.prefix_layered(&file)))
+    }
+}
+
+pub const DEFAULT_PREFIX: &str = "hcpflow";
+pub const DEFAULT_NATS_URL: &str = "nats://127.0.0.1:4222";
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+pub const DEFAULT_AWS_REGION: &str = "us-east-1";
+pub const DEFAULT_CHECKPOINT_EVERY_SECS: u64 = 60;
+
+impl ConfigArgs {
+    /// Defaults ← file ← environment ← flags (clap already put env under flags).
+    pub fn resolve(&self) -> anyhow::Result<Config> {
+        let file = self.client.file()?;
+        let nats = self.client.nats_layered(&file)?;
+        let prefix = self.client.prefix_layered(&file);
+        let Some(database_url) = self
+            .database_url
+            .clone()
+            .map(Secret::new)
+            .or(file.database_url)
+        else {
+            bail!("no database URL: set HCPFLOW_DATABASE_URL, --database-url or database_url in the config file");
+        };
+        let task_queues = self
+            .task_queues
+            .clone()
+            .or(file.task_queues)
+            .unwrap_or_else(|| vec!["default".to_owned()]);
+        Ok(Config {
+            database_url,
+            database_admin_url: self
+                .database_admin_url
+                .clone()
+                .map(Secret::new)
+                .or(file.database_admin_url),
+            nats,
+            prefix,
+            seal_key: self.seal_key.clone().map(Secret::new).or(file.seal_key),
+            // Empty means unset (`HCPFLOW_AUDIT_SIGNING_KEY=` turns signing off).
+            audit_signing_key: self
+                .audit_signing_key
+                .clone()
+                .map(Secret::new)
+                .or(file.audit_signing_key)
+                .filter(|key| !key.expose().trim().is_empty()),
+            checkpoint_every: std::time::Duration::from_secs(
+                self.checkpoint_every_secs
+                    .or(file.checkpoint_every_secs)
+                    .unwrap_or(DEFAULT_CHECKPOINT_EVERY_SECS)
+                    .max(1),
+            ),
+            max_body_bytes: self
+                .max_body_bytes
+                .or(file.max_body_bytes)
+                .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+            metrics_addr: self.metrics_addr.or(file.metrics_addr),
+            workflow_concurrency: self
+                .workflow_concurrency
+                .or(file.workflow_concurrency)
+                .unwrap_or(32)
+                .max(1),
+            activity_concurrency: self
+                .activity_concurrency
+                .or(file.activity_concurrency)
+                .unwrap_or(64)
+                .max(1),
+            task_queues,
+            aws: hcpflow_aws::AwsSettings {
+                region: self
+                    .aws_region
+                    .clone()
+                    .or(file.aws_region)
+                    .unwrap_or_else(|| DEFAULT_AWS_REGION.to_owned()),
+                endpoint: self.aws_endpoint.clone().or(file.aws_endpoint),
+                static_credentials: None,
+            },
+            kube: hcpflow_kube::KubeSettings {
+                url: self.kube_url.clone().or(file.kube_url),
+                kubeconfig: self.kubeconfig.clone().or(file.kubeconfig),
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> ConfigArgs {
+        ConfigArgs::default()
+    }
+
+    #[test]
+    fn flags_and_env_override_the_file_which_overrides_defaults() {
+        let dir = std::env::temp_dir().join(format!("hcpflow-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("hcpflow.toml");
+        std::fs::write(
+            &path,
+            "database_url = \"postgres://file\"\nprefix = \"fromfile\"\nmax_body_bytes = 10\n",
+        )
+        .unwrap();
+        let mut args = args();
+        args.client.config = Some(path.clone());
+        args.client.prefix = Some("fromflag".into());
+        let config = args.resolve().unwrap();
+        assert_eq!(config.database_url.expose(), "postgres://file");
+        assert_eq!(config.prefix, "fromflag");
+        assert_eq!(config.max_body_bytes, 10);
+        assert_eq!(config.nats.url, DEFAULT_NATS_URL);
+        assert!(
+            !format!("{config:?}").contains("postgres://file"),
+            "secrets stay out of Debug"
+        );
+
+        std::fs::write(&path, "databse_url = \"typo\"\n").unwrap();
+        assert!(args.resolve().is_err(), "unknown keys are rejected");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_database_url_is_required_and_nats_credentials_come_in_pairs() {
+        assert!(args().resolve().is_err());
+        let mut with_user = args();
+        with_user.database_url = Some("postgres://x".into());
+        with_user.client.nats_user = Some("u".into());
+        assert!(with_user.resolve().is_err());
+    }
+}

@@ -1,0 +1,16 @@
+//! The `hcpflow` command: its [`commands`] and [`config`]uration, and the commands that
+//! are clients of the NATS API — [`cluster`] (with [`cluster_spec`]), [`workflow`],
+//! [`audit`] (on `hcpflow-audit`), [`bench`] — with live [`progress`] ([`follow`]) and
+//! the audit [`timeline`]; [`migrate`] sets up the database and the streams.
+
+pub mod audit;
+pub mod bench;
+pub mod cluster;
+pub mod cluster_spec;
+pub mod commands;
+pub mod config;
+pub mod follow;
+pub mod migrate;
+pub mod progress;
+pub mod timeline;
+pub mod workflow;

@@ -1,0 +1,155 @@
+//! A client of the public NATS API (DESIGN.md §4), as the `hcpflow` commands use it:
+//! one request, one reply, and the reply's error turned into a typed [`ApiError`].
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::protocol::subjects::Subjects;
+use crate::protocol::wire::{ApiError, ErrorCode};
+use crate::runtime::nats::{self, NatsConfig};
+
+/// How long one request may wait for its reply.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why a call did not return the reply's fields.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The server answered `{"ok": false, ...}`.
+    #[error(transparent)]
+    Refused(#[from] ApiError),
+    /// Nobody answers on the API subject: no server runs the API role.
+    #[error("no hcpflow server answers on {subject} (is `hcpflow server` running, with the same --nats-url and prefix?)")]
+    NoServer { subject: String },
+    #[error("no reply on {subject} in {REQUEST_TIMEOUT:?}")]
+    TimedOut { subject: String },
+    #[error("request on {subject}: {message}")]
+    Transport { subject: String, message: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct ApiClient {
+    pub client: async_nats::Client,
+    pub subjects: Subjects,
+}
+
+impl ApiClient {
+    pub async fn connect(config: &NatsConfig, prefix: &str) -> anyhow::Result<Self> {
+        let subjects = Subjects::new(prefix)?;
+        let client = nats::connect(config, "hcpflow-cli").await?;
+        Ok(Self { client, subjects })
+    }
+
+    /// Sends `body` to `<prefix>.api.v1.<verb>`; the reply's fields without `ok`.
+    pub async fn call(&self, verb: &str, body: Value) -> Result<Value, CallError> {
+        use async_nats::RequestErrorKind;
+
+        let subject = self.subjects.api(verb);
+        let payload = serde_json::to_vec(&body).unwrap_or_default();
+        let request = async_nats::Request::new()
+            .payload(payload.into())
+            .timeout(Some(REQUEST_TIMEOUT));
+        let reply = self
+            .client
+            .send_request(subject.clone(), request)
+            .await
+            .map_err(|error| match error.kind() {
+                RequestErrorKind::NoResponders => CallError::NoServer {
+                    subject: subject.clone(),
+                },
+                RequestErrorKind::TimedOut => CallError::TimedOut {
+                    subject: subject.clone(),
+                },
+                _ => CallError::Transport {
+                    subject: subject.clone(),
+                    message: error.to_string(),
+                },
+            })?;
+        let mut reply: Value =
+            serde_json::from_slice(&reply.payload).map_err(|error| CallError::Transport {
+                subject: subject.clone(),
+                message: format!("the reply is not JSON: {error}"),
+            })?;
+        if reply["ok"] == json!(true) {
+            if let Some(fields) = reply.as_object_mut() {
+                fields.remove("ok");
+            }
+            return Ok(reply);
+        }
+        let code = serde_json::from_value::<ErrorCode>(reply["error"]["code"].clone())
+            .unwrap_or(ErrorCode::Internal);
+        let message = reply["error"]["message"]
+            .as_str()
+            .unwrap_or("the server gave no message")
+            .to_owned();
+        Err(ApiError::new(code, message).into())
+    }
+
+    /// `describe`: the `workflow` object.
+    pub async fn describe(&self, workflow_id: &str) -> Result<Value, CallError> {
+        let mut reply = self
+            .call("describe", json!({"workflow_id": workflow_id}))
+            .await?;
+        Ok(reply["workflow"].take())
+    }
+
+    /// Every history entry from `from_seq` on, following the cursor.
+    pub async fn history_from(
+        &self,
+        workflow_id: &str,
+        from_seq: u64,
+    ) -> Result<Vec<Value>, CallError> {
+        self.history_pages(workflow_id, from_seq, false).await
+    }
+
+    /// As [`Self::history_from`], each entry with `body`: the exact bytes that were hashed.
+    pub async fn history_from_raw(
+        &self,
+        workflow_id: &str,
+        from_seq: u64,
+    ) -> Result<Vec<Value>, CallError> {
+        self.history_pages(workflow_id, from_seq, true).await
+    }
+
+    async fn history_pages(
+        &self,
+        workflow_id: &str,
+        from_seq: u64,
+        raw: bool,
+    ) -> Result<Vec<Value>, CallError> {
+        let mut events = Vec::new();
+        let mut request =
+            json!({"workflow_id": workflow_id, "from_seq": from_seq, "limit": 500, "raw": raw});
+        loop {
+            let mut reply = self.call("history", request.clone()).await?;
+            if let Value::Array(page) = reply["events"].take() {
+                events.extend(page);
+            }
+            match reply["cursor"].as_str() {
+                Some(cursor) => {
+                    request = json!({"workflow_id": workflow_id, "cursor": cursor, "limit": 500, "raw": raw})
+                }
+                None => return Ok(events),
+            }
+        }
+    }
+
+    /// Every workflow the filter selects, following the cursor.
+    pub async fn list_all(&self, filter: Value) -> Result<Vec<Value>, CallError> {
+        let mut workflows = Vec::new();
+        let mut request = filter.clone();
+        loop {
+            let mut reply = self.call("list", request.clone()).await?;
+            if let Value::Array(page) = reply["workflows"].take() {
+                workflows.extend(page);
+            }
+            match reply["cursor"].as_str() {
+                Some(cursor) => {
+                    request = filter.clone();
+                    request["cursor"] = json!(cursor);
+                }
+                None => return Ok(workflows),
+            }
+        }
+    }
+}

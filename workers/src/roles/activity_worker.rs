@@ -1,0 +1,383 @@
+//! The activity worker: runs one attempt of an activity with its idempotency key,
+//! heartbeats while it runs, records the outcome, then acks.
+//!
+//! Guarantees: an activity may run more than once (a crash before the ack, a
+//! redelivery); its outcome is recorded once — a second outcome for the same attempt is
+//! dropped. A worker that dies mid-attempt stops heartbeating, and NATS redelivers the
+//! task after the ack wait.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hcpflow_engine::event::{
+    ActivityCompleted, ActivityFailed, ResourceCreated, ResourceDeleted, ResourceObserved,
+};
+use hcpflow_engine::history::accepts_activity_outcome;
+use hcpflow_engine::{
+    ActivityFailure, IdempotencyKey, Noted, RetryDecision, Seq, Timestamp, WorkflowId,
+};
+use hcpflow_eventstore::{Error as StoreError, LedgerAction, LedgerEntry, NewTimer, TimerKind};
+use tokio::sync::{mpsc, watch, Semaphore};
+
+use crate::catalog::activities::{ActivityInput, ActivityRegistry, Ledger};
+use crate::protocol::wire::ActivityTaskMessage;
+use crate::runtime::eager::{LocalTask, LOCAL_LEASE};
+use crate::runtime::journal::{to_datetime, Journal, Write};
+use crate::runtime::nats::ACK_WAIT;
+use crate::runtime::nats::{serve_tasks, Deliveries};
+
+#[derive(Debug)]
+pub struct ActivityWorker {
+    pub journal: Arc<Journal>,
+    pub activities: Arc<ActivityRegistry>,
+    pub concurrency: usize,
+    /// The worker's slots, shared by tasks from NATS and eager runs (`eager.rs`).
+    pub slots: Arc<Semaphore>,
+}
+
+impl ActivityWorker {
+    /// Runs tasks from NATS and the `local` tasks steps of this process hand over, until
+    /// shutdown; then waits for every run in flight.
+    pub async fn run(
+        self: Arc<Self>,
+        consumer: async_nats::jetstream::consumer::PullConsumer,
+        mut local: mpsc::UnboundedReceiver<LocalTask>,
+        shutdown: watch::Receiver<bool>,
+    ) -> anyhow::Result<()> {
+        let deliveries = Deliveries::new(consumer, "activity tasks");
+        let eager = {
+            let worker = self.clone();
+            let mut shutdown = shutdown.clone();
+            tokio::spawn(async move {
+                loop {
+                    let task = tokio::select! {
+                        _ = shutdown.changed() => break,
+                        task = local.recv() => task,
+                    };
+                    let Some(task) = task else { break };
+                    let worker = worker.clone();
+                    tokio::spawn(async move { worker.handle_local(task).await });
+                }
+                // Tasks still queued keep their claims; the relay publishes them once
+                // the leases run out.
+                local.close();
+            })
+        };
+        let slots = (self.slots.clone(), self.concurrency);
+        let served = serve_tasks(
+            deliveries,
+            slots,
+            shutdown,
+            self.journal.metrics.clone(),
+            move |message, task| {
+                let worker = self.clone();
+                async move { worker.handle(message, task).await }
+            },
+        )
+        .await;
+        eager.abort();
+        served
+    }
+
+    /// Runs a task a step of this process claimed for itself: its lease on the outbox
+    /// row is extended while the attempt runs; once the outcome is recorded, the row is
+    /// marked published (with the next append). If recording fails, the claim is given
+    /// up and the relay publishes the task for another try.
+    async fn handle_local(&self, local: LocalTask) {
+        let LocalTask {
+            outbox_id,
+            task,
+            permit,
+        } = local;
+        let Some(claimer) = self.journal.eager_claimer() else {
+            return;
+        };
+        let beat = {
+            let journal = self.journal.clone();
+            let claimer = claimer.clone();
+            let id = WorkflowId::new(task.workflow_id.clone()).ok();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(LOCAL_LEASE / 3).await;
+                    match journal
+                        .store
+                        .extend_outbox_claim(outbox_id, &claimer, LOCAL_LEASE)
+                        .await
+                    {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            tracing::warn!(outbox_id, "lost the claim on a local activity task; it may run again elsewhere");
+                            return;
+                        }
+                        Err(error) => {
+                            tracing::warn!(outbox_id, %error, "extending a local task's claim failed")
+                        }
+                    }
+                    if let Some(id) = &id {
+                        let _ = journal.store.touch(id).await;
+                    }
+                }
+            })
+        };
+        self.journal.metrics.eager_tasks.inc();
+        let outcome = self.attempt(&task).await;
+        beat.abort();
+        match outcome {
+            Ok(()) => self.journal.mark_outbox_done(outbox_id),
+            Err(error) => {
+                tracing::warn!(workflow_id = %task.workflow_id, seq = task.scheduled_seq, %error, "recording a local activity failed; the relay will publish its task");
+                if let Err(error) = self
+                    .journal
+                    .store
+                    .release_outbox_claim(outbox_id, &claimer)
+                    .await
+                {
+                    tracing::warn!(outbox_id, %error, "releasing a local task's claim failed; it is published when the lease runs out");
+                }
+            }
+        }
+        drop(permit);
+    }
+
+    async fn handle(&self, message: async_nats::jetstream::Message, task: ActivityTaskMessage) {
+        // A task from NATS may be stale: a copy published after an eager run's lease ran
+        // out, or a redelivery of an attempt already recorded. Running a stale create
+        // after the workflow moved on (say, rolled back) would make a resource nothing
+        // undoes, so only an attempt the history still waits for runs.
+        if !self.still_wanted(&task).await {
+            self.journal.metrics.duplicates_dropped.inc();
+            let _ = message.ack().await;
+            return;
+        }
+        let message = Arc::new(message);
+        // Heartbeat: tell NATS the attempt is alive, so only a dead worker's task returns,
+        // and keep the workflow fresh so the sweeper does not re-enqueue a long attempt.
+        let beat = {
+            let message = message.clone();
+            let journal = self.journal.clone();
+            let id = WorkflowId::new(task.workflow_id.clone()).ok();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(ACK_WAIT / 3).await;
+                    if message
+                        .ack_with(async_nats::jetstream::AckKind::Progress)
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                    if let Some(id) = &id {
+                        let _ = journal.store.touch(id).await;
+                    }
+                }
+            })
+        };
+        let outcome = self.attempt(&task).await;
+        beat.abort();
+        match outcome {
+            Ok(()) => {
+                let _ = message.ack().await;
+            }
+            Err(error) => {
+                tracing::warn!(workflow_id = %task.workflow_id, seq = task.scheduled_seq, %error, "recording the activity failed; NATS will redeliver");
+                let _ = message
+                    .ack_with(async_nats::jetstream::AckKind::Nak(Some(
+                        Duration::from_secs(1),
+                    )))
+                    .await;
+            }
+        }
+    }
+
+    /// Whether the history still waits for this attempt's outcome. When the history
+    /// cannot be read, the attempt runs (recording it is checked again).
+    async fn still_wanted(&self, task: &ActivityTaskMessage) -> bool {
+        let (Ok(id), Ok(seq)) = (
+            WorkflowId::new(task.workflow_id.clone()),
+            Seq::new(task.scheduled_seq),
+        ) else {
+            return true;
+        };
+        match self.journal.load(&id).await {
+            Ok(history) => accepts_activity_outcome(&history, seq, task.attempt),
+            Err(StoreError::NotFound(_)) => false,
+            Err(_) => true,
+        }
+    }
+
+    /// Runs the attempt and records its outcome — once: a second outcome for the same
+    /// attempt is dropped. With the workflow role in this process, the workflow's next
+    /// commands are appended in the same transaction.
+    pub async fn attempt(&self, task: &ActivityTaskMessage) -> anyhow::Result<()> {
+        let (Ok(id), Ok(seq)) = (
+            WorkflowId::new(task.workflow_id.clone()),
+            Seq::new(task.scheduled_seq),
+        ) else {
+            tracing::error!(workflow_id = %task.workflow_id, seq = task.scheduled_seq, "activity task with an invalid id or seq dropped");
+            return Ok(());
+        };
+        let ledger = Ledger::default();
+        let input = ActivityInput {
+            workflow_id: id.clone(),
+            scheduled_seq: seq,
+            attempt: task.attempt,
+            idempotency_key: IdempotencyKey::for_activity(&id, seq),
+            input: task.input.clone(),
+            ledger: ledger.clone(),
+        };
+        let started = Instant::now();
+        let result = match self.activities.get(&task.activity_type) {
+            None => Err(ActivityFailure::permanent(
+                "UnknownActivity",
+                format!("no worker here implements activity {}", task.activity_type),
+            )),
+            Some(handler) => {
+                let limit = Duration::from_millis(task.options.start_to_close_timeout_ms);
+                match tokio::time::timeout(limit, handler(input)).await {
+                    Ok(result) => result,
+                    Err(_) => Err(ActivityFailure::retryable(
+                        "Timeout",
+                        format!("attempt ran longer than its start-to-close timeout of {limit:?}"),
+                    )),
+                }
+            }
+        };
+        self.journal.metrics.activity_tasks.inc();
+        self.journal.metrics.activity_time.record(started.elapsed());
+        tracing::debug!(workflow_id = %id, seq = %seq, attempt = task.attempt, activity = %task.activity_type, ok = result.is_ok(), "activity attempt ran");
+        let resources = ledger.take();
+
+        let mut ended = false;
+        let step = self
+            .journal
+            .step(&id, |summary, history| {
+                if !accepts_activity_outcome(history, seq, task.attempt) {
+                    ended = summary.status.is_terminal();
+                    return None;
+                }
+                Some(outcome_write(seq, task, &result, &resources))
+            })
+            .await;
+        if ended && !resources.is_empty() {
+            // The workflow ended (cancelled, say) while this attempt ran: what it made
+            // is not in the history; the destroy's sweep by infra id finds it.
+            let made: Vec<String> = resources
+                .iter()
+                .map(|noted| {
+                    let action = match noted {
+                        Noted::Created(_) => "created",
+                        Noted::Deleted(_) => "deleted",
+                        Noted::Observed { .. } => "observed",
+                    };
+                    let r = noted.resource();
+                    format!("{action} {} {}", r.kind, r.id)
+                })
+                .collect();
+            tracing::warn!(workflow_id = %id, seq = %seq, activity = %task.activity_type, resources = ?made, "an attempt finished after its workflow ended; its outcome is not recorded");
+        }
+        match step {
+            Ok(step) if step.nothing_to_do => {
+                self.journal.metrics.duplicates_dropped.inc();
+                Ok(())
+            }
+            Ok(_) => Ok(()),
+            // A vanished workflow, or one the workflow worker blocks: nothing to record.
+            Err(
+                StoreError::NotFound(_) | StoreError::Decode { .. } | StoreError::Corrupt { .. },
+            ) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+}
+
+/// The events (ledger entries, then the outcome) and the retry timer of one attempt.
+fn outcome_write(
+    seq: Seq,
+    task: &ActivityTaskMessage,
+    result: &Result<serde_json::Value, ActivityFailure>,
+    resources: &[Noted],
+) -> Write {
+    let attempt = task.attempt;
+    let mut write = Write::default();
+    for noted in resources {
+        let resource = noted.resource().clone();
+        let (action, owner) = match noted {
+            Noted::Created(_) => (LedgerAction::Created, None),
+            Noted::Deleted(_) => (LedgerAction::Deleted, None),
+            Noted::Observed { owner, .. } => (LedgerAction::Observed, Some(owner.clone())),
+        };
+        write.ledger.push(LedgerEntry {
+            seq,
+            attempt,
+            action,
+            provider: resource.provider.clone(),
+            kind: resource.kind.clone(),
+            resource_id: resource.id.clone(),
+            region: resource.region.clone(),
+            cluster: resource.cluster.clone(),
+            owner: owner.clone(),
+        });
+        write.events.push(match noted {
+            Noted::Created(_) => ResourceCreated {
+                activity_seq: seq,
+                attempt,
+                resource,
+            }
+            .into(),
+            Noted::Deleted(_) => ResourceDeleted {
+                activity_seq: seq,
+                attempt,
+                resource,
+            }
+            .into(),
+            Noted::Observed { owner, .. } => ResourceObserved {
+                activity_seq: seq,
+                attempt,
+                resource,
+                owner: owner.clone(),
+            }
+            .into(),
+        });
+    }
+    match result {
+        Ok(value) => {
+            write.events.push(
+                ActivityCompleted {
+                    scheduled_seq: seq,
+                    attempt,
+                    result: value.clone(),
+                }
+                .into(),
+            );
+        }
+        Err(failure) => {
+            // Jittered: the delay is recorded in the history, so replay sees the same one.
+            let jitter = rand::random::<f64>();
+            let retry_at = match task.options.retry.decide_jittered(attempt, failure, jitter) {
+                RetryDecision::RetryAfter(delay) => Some(now().after(delay)),
+                RetryDecision::GiveUp => None,
+            };
+            write.events.push(
+                ActivityFailed {
+                    scheduled_seq: seq,
+                    attempt,
+                    failure: failure.clone(),
+                    retry_at,
+                }
+                .into(),
+            );
+            if let Some(at) = retry_at {
+                write.timers.push(NewTimer {
+                    seq,
+                    kind: TimerKind::Retry,
+                    due_at: to_datetime(at),
+                });
+            }
+        }
+    }
+    write
+}
+
+fn now() -> Timestamp {
+    Timestamp::from_millis(u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0))
+}

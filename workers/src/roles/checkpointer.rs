@@ -1,0 +1,119 @@
+//! The checkpointer (runs with the relay role): signs the heads of histories with the
+//! audit key (DESIGN.md §7) — every ended workflow at its last event, and live ones
+//! periodically — and stores each checkpoint in Postgres and, as an independent
+//! witness, on the append-only `<PREFIX>_AUDIT` stream.
+//!
+//! Guarantees: a head is signed only after its whole chain verified, and an ended
+//! history only at its end event (never an event appended after it); the checkpoint row
+//! and its witness message are one transaction, and the message is published by this
+//! process or, if it dies, by a relay once the claim's lease ends. Signing twice is
+//! harmless (the row exists; nothing is written twice).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hcpflow_engine::{AuditSigningKey, WorkflowId};
+use hcpflow_eventstore::{OutboxMessage, UnsignedHead};
+use tokio::sync::watch;
+
+use crate::runtime::journal::Journal;
+
+/// How often ended workflows are looked for.
+const TICK: Duration = Duration::from_secs(1);
+const BATCH: u32 = 100;
+const LEASE: Duration = Duration::from_secs(30);
+
+#[derive(Debug)]
+pub struct Checkpointer {
+    pub journal: Arc<Journal>,
+    pub key: Arc<AuditSigningKey>,
+    pub name: String,
+    /// How often a live workflow's head is signed while it moves.
+    pub live_every: Duration,
+}
+
+impl Checkpointer {
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+        tracing::info!(key_id = %self.key.public_key().key_id(), public_key = %self.key.public_key().to_base64(), "signing history checkpoints");
+        // Heads whose chain did not verify: reported once, never signed.
+        let mut refused: BTreeSet<(WorkflowId, u64)> = BTreeSet::new();
+        loop {
+            match self.sign_batch(&mut refused).await {
+                Ok(signed) if signed as u32 == BATCH => continue,
+                Ok(_) => {}
+                Err(error) => tracing::warn!(%error, "signing checkpoints failed; retrying"),
+            }
+            tokio::select! {
+                _ = shutdown.changed() => return Ok(()),
+                _ = tokio::time::sleep(TICK) => {}
+            }
+        }
+    }
+
+    /// Signs one batch of unsigned heads; how many it looked at.
+    async fn sign_batch(&self, refused: &mut BTreeSet<(WorkflowId, u64)>) -> anyhow::Result<usize> {
+        let store = &self.journal.store;
+        let events_prefix = format!("{}.events.", self.journal.subjects.prefix());
+        let heads = store
+            .unsigned_heads(&events_prefix, self.live_every, BATCH)
+            .await?;
+        let count = heads.len();
+        for head in heads {
+            if refused.contains(&(head.workflow_id.clone(), head.seq.get())) {
+                continue;
+            }
+            match self.check_chain(&head).await {
+                Ok(true) => {}
+                // The workflow moved on since the scan: the next scan signs the new head.
+                Ok(false) => continue,
+                Err(reason) => {
+                    tracing::error!(workflow_id = %head.workflow_id, seq = head.seq.get(), %reason, "history does not verify: its head is not signed");
+                    refused.insert((head.workflow_id.clone(), head.seq.get()));
+                    continue;
+                }
+            }
+            let checkpoint = self.key.sign(&head.workflow_id, head.seq, head.head_hash);
+            let witness = OutboxMessage {
+                subject: self.journal.subjects.audit(head.workflow_id.as_str()),
+                msg_id: format!("ck-{}-{}", head.workflow_id, head.seq),
+                payload: serde_json::to_vec(&checkpoint)?,
+            };
+            if let Some(row) = store
+                .record_checkpoint(&checkpoint, &witness, &self.name, LEASE)
+                .await?
+            {
+                if self.journal.publish(&witness).await.is_ok() {
+                    store.mark_published(&self.name, &[row]).await?;
+                }
+            }
+        }
+        Ok(count)
+    }
+
+    /// Whether the stored chain verifies and still ends at `head` (false: it moved on).
+    async fn check_chain(&self, head: &UnsignedHead) -> Result<bool, String> {
+        let verified = self
+            .journal
+            .store
+            .verify_history(&head.workflow_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        if verified.events != head.seq.get() || verified.head_hash != head.head_hash {
+            return Ok(false);
+        }
+        // An ended history is signed at its end event, never past it: events after the
+        // end were not written by the engine.
+        if head.status.is_terminal() {
+            let kind = verified.head_event_type.as_deref();
+            if !kind.is_some_and(hcpflow_engine::Event::is_terminal_kind) {
+                return Err(format!(
+                    "the workflow ended ({}) but its last event is {}: events after the end",
+                    head.status,
+                    kind.unwrap_or("missing")
+                ));
+            }
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,160 @@
+//! The outbox relay: publishes what a crash left in the outbox, and appended events the
+//! events stream has not seen.
+//!
+//! Appending processes publish their own rows and events right after the commit; the
+//! relay only takes rows still unpublished, and events above their workflow's
+//! watermark, after a grace period. It is woken by LISTEN/NOTIFY
+//! (debounced to one scan per grace period) with a slow fallback poll, so it never
+//! polls Postgres on the hot path. `Nats-Msg-Id` makes a second publish of a row a
+//! duplicate JetStream drops.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use std::collections::BTreeMap;
+
+use hcpflow_engine::WorkflowId;
+use hcpflow_eventstore::{OutboxMessage, PublishedRange, PublishedRuns, OUTBOX_CHANNEL};
+use tokio::sync::watch;
+
+use crate::runtime::journal::Journal;
+
+const GRACE: Duration = Duration::from_secs(2);
+const FALLBACK_POLL: Duration = Duration::from_secs(10);
+const LEASE: Duration = Duration::from_secs(30);
+const BATCH: u32 = 500;
+
+#[derive(Debug)]
+pub struct Relay {
+    pub journal: Arc<Journal>,
+    pub name: String,
+}
+
+impl Relay {
+    /// `<prefix>.`: deployments sharing a database each relay their own messages.
+    fn own_subjects(&self) -> String {
+        format!("{}.", self.journal.subjects.prefix())
+    }
+
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+        let mut listener = self.journal.store.listen(&[OUTBOX_CHANNEL]).await?;
+        loop {
+            let rows = self.relay_leftovers().await;
+            let events = self.relay_unpublished_events().await;
+            match (rows, events) {
+                (Ok(rows), Ok(events)) if rows as u32 == BATCH || events as u32 == BATCH => {
+                    continue
+                }
+                (Ok(_), Ok(_)) => {}
+                (Err(error), _) | (_, Err(error)) => {
+                    tracing::warn!(%error, "relaying the outbox failed; retrying")
+                }
+            }
+            // Wait for activity (then let the grace period pass) or the fallback poll.
+            let woken = tokio::select! {
+                _ = shutdown.changed() => return Ok(()),
+                _ = tokio::time::sleep(FALLBACK_POLL) => false,
+                notified = listener.recv() => notified.is_ok(),
+            };
+            if woken {
+                tokio::select! {
+                    _ = shutdown.changed() => return Ok(()),
+                    _ = tokio::time::sleep(GRACE) => {}
+                }
+            }
+        }
+    }
+
+    async fn relay_leftovers(&self) -> anyhow::Result<usize> {
+        let rows = self
+            .journal
+            .store
+            .claim_outbox_older_than(&self.name, &self.own_subjects(), GRACE, BATCH, LEASE)
+            .await?;
+        self.journal
+            .metrics
+            .outbox_lag_ms
+            .set(lag_ms(rows.iter().map(|row| row.created_at).min()));
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let messages: Vec<OutboxMessage> = rows
+            .iter()
+            .map(|row| OutboxMessage {
+                subject: row.subject.clone(),
+                msg_id: row.msg_id.clone(),
+                payload: row.payload.clone(),
+            })
+            .collect();
+        let acked = self.journal.publish_all(&messages).await;
+        let published: Vec<i64> = rows
+            .iter()
+            .zip(acked)
+            .filter(|(_, acked)| *acked)
+            .map(|(row, _)| row.id)
+            .collect();
+        self.journal
+            .store
+            .mark_published(&self.name, &published)
+            .await?;
+        self.journal.metrics.relayed.add(published.len() as u64);
+        tracing::info!(rows = published.len(), "relayed outbox rows left behind");
+        Ok(rows.len())
+    }
+
+    /// Publishes events above their workflow's watermark and moves the marks over what
+    /// JetStream acknowledged. Two relays may publish the same event; its `Nats-Msg-Id`
+    /// makes the second a duplicate.
+    async fn relay_unpublished_events(&self) -> anyhow::Result<usize> {
+        let unpublished = self
+            .journal
+            .store
+            .unpublished_events(&self.own_subjects(), GRACE, BATCH)
+            .await?;
+        let lag = lag_ms(unpublished.oldest_change);
+        if lag > self.journal.metrics.outbox_lag_ms.get() {
+            self.journal.metrics.outbox_lag_ms.set(lag);
+        }
+        let events = unpublished.events;
+        if events.is_empty() {
+            return Ok(0);
+        }
+        let messages: Vec<OutboxMessage> = events
+            .iter()
+            .map(|(subject, event)| self.journal.event_message(subject, event))
+            .collect();
+        let acked = self.journal.publish_all(&messages).await;
+        // Per workflow, the acknowledged events joined into runs; only the earliest can
+        // move the mark (it starts right after it unless its first event failed, and
+        // then the store refuses it).
+        let mut runs: BTreeMap<WorkflowId, PublishedRuns> = BTreeMap::new();
+        for ((_, event), acked) in events.iter().zip(acked) {
+            if acked {
+                runs.entry(event.workflow_id.clone())
+                    .or_default()
+                    .add(PublishedRange {
+                        first: event.seq,
+                        last: event.seq,
+                    });
+            }
+        }
+        let ranges: Vec<(WorkflowId, PublishedRange)> = runs
+            .into_iter()
+            .filter_map(|(id, mut runs)| runs.take_first().map(|range| (id, range)))
+            .collect();
+        self.journal.store.mark_events_published(&ranges).await?;
+        self.journal.metrics.relayed.add(events.len() as u64);
+        tracing::info!(
+            events = events.len(),
+            "relayed events the events stream had not seen"
+        );
+        Ok(events.len())
+    }
+}
+
+/// How long ago `oldest` was, in milliseconds (0 for nothing left behind).
+fn lag_ms(oldest: Option<chrono::DateTime<chrono::Utc>>) -> u64 {
+    oldest.map_or(0, |at| {
+        u64::try_from((chrono::Utc::now() - at).num_milliseconds()).unwrap_or(0)
+    })
+}

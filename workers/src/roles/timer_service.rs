@@ -1,0 +1,134 @@
+//! The timer service: fires durable timers (`TimerFired` + a workflow task) and retry
+//! backoffs (the next attempt's activity task) when they are due.
+//!
+//! It sleeps until the earliest due time, woken early by LISTEN/NOTIFY when an append
+//! arms a new timer; a slow fallback poll covers a lost notification. Claims carry a
+//! lease, so several services never fire one timer at once; firing twice after a crash
+//! is harmless (`TimerFired` is appended only while the timer is pending, and task
+//! messages are deduplicated by id).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hcpflow_engine::event::{Event, TimerFired};
+use hcpflow_engine::history::{next_attempt, pending_work};
+use hcpflow_engine::{Seq, WorkflowId};
+use hcpflow_eventstore::{ClaimedTimer, Error as StoreError, TimerKind, TIMERS_CHANNEL};
+use tokio::sync::watch;
+
+use crate::runtime::journal::{Journal, Write};
+
+const FALLBACK_POLL: Duration = Duration::from_secs(5);
+const LEASE: Duration = Duration::from_secs(30);
+
+#[derive(Debug)]
+pub struct TimerService {
+    pub journal: Arc<Journal>,
+    pub name: String,
+}
+
+impl TimerService {
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+        let mut listener = self.journal.store.listen(&[TIMERS_CHANNEL]).await?;
+        loop {
+            let fired = match self.fire_due().await {
+                Ok(fired) => fired,
+                Err(error) => {
+                    tracing::warn!(%error, "firing timers failed; retrying");
+                    0
+                }
+            };
+            if fired > 0 {
+                continue; // there may be more due
+            }
+            let wait = match self.journal.store.next_timer_due().await {
+                Ok(Some(due)) => (due - chrono::Utc::now())
+                    .to_std()
+                    .unwrap_or(Duration::ZERO)
+                    .min(FALLBACK_POLL),
+                _ => FALLBACK_POLL,
+            };
+            tokio::select! {
+                _ = shutdown.changed() => return Ok(()),
+                _ = tokio::time::sleep(wait) => {}
+                notified = listener.recv() => {
+                    if let Err(error) = notified {
+                        tracing::warn!(%error, "timer notifications interrupted");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Fires every due timer it can claim; returns how many.
+    async fn fire_due(&self) -> anyhow::Result<usize> {
+        let due = self
+            .journal
+            .store
+            .claim_due_timers(&self.name, 100, LEASE)
+            .await?;
+        let mut fired = Vec::with_capacity(due.len());
+        for timer in &due {
+            match self.fire(timer).await {
+                Ok(()) => fired.push(timer.id),
+                Err(error) => {
+                    tracing::warn!(workflow_id = %timer.workflow_id, seq = %timer.seq, %error, "timer not fired; it will be retried after its lease")
+                }
+            }
+        }
+        self.journal
+            .store
+            .mark_timers_fired(&self.name, &fired)
+            .await?;
+        self.journal.metrics.timers_fired.add(fired.len() as u64);
+        Ok(due.len())
+    }
+
+    async fn fire(&self, timer: &ClaimedTimer) -> anyhow::Result<()> {
+        match timer.kind {
+            TimerKind::Timer => self.fire_timer(&timer.workflow_id, timer.seq).await,
+            TimerKind::Retry => {
+                let history = self.journal.load(&timer.workflow_id).await?;
+                let Some(Event::ActivityScheduled(scheduled)) =
+                    history.get(timer.seq.get() as usize - 1).map(|e| &e.event)
+                else {
+                    return Ok(());
+                };
+                let attempt = next_attempt(&history, timer.seq);
+                if pending_work(&timer.workflow_id, &history)
+                    .activities
+                    .iter()
+                    .all(|a| a.scheduled_seq != timer.seq)
+                {
+                    return Ok(()); // finished or cancelled meanwhile
+                }
+                let task =
+                    self.journal
+                        .activity_task(&timer.workflow_id, timer.seq, attempt, scheduled);
+                self.journal.publish(&task).await
+            }
+        }
+    }
+
+    async fn fire_timer(&self, id: &WorkflowId, seq: Seq) -> anyhow::Result<()> {
+        let step = self
+            .journal
+            .step(id, |_, history| {
+                // Fired, cancelled, or the workflow ended: nothing to do.
+                pending_work(id, history)
+                    .timers
+                    .iter()
+                    .any(|t| t.started_seq == seq)
+                    .then(|| Write {
+                        events: vec![TimerFired { started_seq: seq }.into()],
+                        ..Write::default()
+                    })
+            })
+            .await;
+        match step {
+            Ok(_) | Err(StoreError::NotFound(_)) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+}

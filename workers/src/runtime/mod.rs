@@ -1,0 +1,17 @@
+//! The runtime every role stands on: appending to a history and dispatching what the
+//! append caused ([`journal`]), one step of a workflow in one transaction ([`step`]),
+//! the decoded histories a process keeps ([`history_cache`]), running an activity here
+//! at once when this process can ([`eager`]), NATS streams, consumers and deliveries
+//! ([`nats`]), metrics, and the TLS provider.
+//!
+//! What it guarantees: every append commits its outgoing messages with it (the outbox)
+//! and publishes them after the commit; a conflicting append is detected, never
+//! overwritten; nothing here decides what a workflow does — the engine does.
+
+pub mod eager;
+pub mod history_cache;
+pub mod journal;
+pub mod metrics;
+pub mod nats;
+pub mod step;
+pub mod tls;

@@ -1,0 +1,266 @@
+//! Connecting to NATS, and creating the streams and consumers (idempotently).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use async_nats::jetstream::{self, consumer, stream};
+
+use crate::cli::config::Secret;
+use crate::protocol::subjects::{StreamRole, Subjects};
+
+#[derive(Debug, Clone)]
+pub struct NatsConfig {
+    pub url: String,
+    pub user: Option<String>,
+    pub password: Option<Secret>,
+    pub token: Option<Secret>,
+    /// Connect over TLS, trusting this CA.
+    pub ca_file: Option<PathBuf>,
+}
+
+/// How long a worker may hold a task without a heartbeat before NATS redelivers it.
+pub const ACK_WAIT: Duration = Duration::from_secs(30);
+/// How long a `Nats-Msg-Id` is remembered on the task stream.
+pub const TASK_DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
+
+/// Connects, retrying for up to 30 s while NATS is unreachable (it may be starting);
+/// refused credentials or an untrusted certificate fail at once, with the reason.
+/// Once connected, the client reconnects by itself.
+pub async fn connect(config: &NatsConfig, name: &str) -> anyhow::Result<async_nats::Client> {
+    use async_nats::ConnectErrorKind;
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut options = async_nats::ConnectOptions::new()
+            .name(name)
+            .connection_timeout(Duration::from_secs(5));
+        if let (Some(user), Some(password)) = (&config.user, &config.password) {
+            options = options.user_and_password(user.clone(), password.expose().to_owned());
+        }
+        if let Some(token) = &config.token {
+            options = options.token(token.expose().to_owned());
+        }
+        if let Some(ca) = &config.ca_file {
+            options = options.add_root_certificates(ca.clone()).require_tls(true);
+        }
+        let error = match options.connect(config.url.as_str()).await {
+            Ok(client) => return Ok(client),
+            Err(error) => error,
+        };
+        let permanent = match error.kind() {
+            ConnectErrorKind::Authentication | ConnectErrorKind::AuthorizationViolation => {
+                Some("NATS refused the credentials (HCPFLOW_NATS_USER/PASSWORD or TOKEN)")
+            }
+            ConnectErrorKind::Tls => Some(
+                "TLS with NATS failed (is the server's certificate signed by HCPFLOW_NATS_CA_FILE?)",
+            ),
+            _ => None,
+        };
+        if let Some(reason) = permanent {
+            bail!("connecting to NATS at {}: {reason}: {error}", config.url);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            bail!("connecting to NATS at {} for 30 s: {error}", config.url);
+        }
+        tracing::warn!(url = %config.url, %error, "NATS not reachable yet; retrying");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Creates the streams of DESIGN.md §4 if missing; returns nothing but errors.
+///
+/// Work-queue streams reject overlapping consumer filters, so every consumer filters
+/// one subject of its own.
+pub async fn ensure_streams(
+    js: &jetstream::Context,
+    subjects: &Subjects,
+    max_payload: i32,
+) -> anyhow::Result<()> {
+    for role in StreamRole::ALL {
+        let name = subjects.stream(role);
+        let config = match role {
+            StreamRole::Submit => stream::Config {
+                name: name.clone(),
+                subjects: vec![subjects.submit_all()],
+                retention: stream::RetentionPolicy::WorkQueue,
+                max_message_size: max_payload,
+                duplicate_window: Duration::from_secs(120),
+                ..Default::default()
+            },
+            StreamRole::Tasks => stream::Config {
+                name: name.clone(),
+                subjects: vec![subjects.tasks_all()],
+                retention: stream::RetentionPolicy::WorkQueue,
+                duplicate_window: TASK_DUPLICATE_WINDOW,
+                ..Default::default()
+            },
+            StreamRole::Events => stream::Config {
+                name: name.clone(),
+                subjects: vec![subjects.events_all()],
+                retention: stream::RetentionPolicy::Limits,
+                max_age: Duration::from_secs(7 * 24 * 3600),
+                duplicate_window: Duration::from_secs(120),
+                ..Default::default()
+            },
+            StreamRole::DeadLetter => stream::Config {
+                name: name.clone(),
+                subjects: vec![subjects.dead_letter_all()],
+                retention: stream::RetentionPolicy::Limits,
+                max_age: Duration::from_secs(30 * 24 * 3600),
+                ..Default::default()
+            },
+            // The independent witness of the checkpoints: kept forever, and neither a
+            // message nor the stream's contents can be deleted through NATS.
+            StreamRole::Audit => stream::Config {
+                name: name.clone(),
+                subjects: vec![subjects.audit_all()],
+                retention: stream::RetentionPolicy::Limits,
+                deny_delete: true,
+                deny_purge: true,
+                allow_direct: true,
+                duplicate_window: Duration::from_secs(120),
+                ..Default::default()
+            },
+        };
+        js.get_or_create_stream(config)
+            .await
+            .with_context(|| format!("creating stream {name}"))?;
+    }
+    Ok(())
+}
+
+/// A durable pull consumer on one subject of a stream, created if missing.
+pub async fn durable_consumer(
+    js: &jetstream::Context,
+    stream_name: &str,
+    durable: &str,
+    filter_subject: String,
+) -> anyhow::Result<consumer::PullConsumer> {
+    let stream = js
+        .get_stream(stream_name)
+        .await
+        .with_context(|| format!("opening stream {stream_name}"))?;
+    let consumer = stream
+        .get_or_create_consumer(
+            durable,
+            consumer::pull::Config {
+                durable_name: Some(durable.to_owned()),
+                filter_subject,
+                ack_policy: consumer::AckPolicy::Explicit,
+                ack_wait: ACK_WAIT,
+                max_ack_pending: 10_000,
+                ..Default::default()
+            },
+        )
+        .await
+        .with_context(|| format!("creating consumer {durable} on {stream_name}"))?;
+    Ok(consumer)
+}
+
+/// Messages of a durable pull consumer that survive NATS restarts: after an error or
+/// the end of the stream, the pull is set up again.
+pub struct Deliveries {
+    consumer: consumer::PullConsumer,
+    stream: Option<consumer::pull::Stream>,
+    label: &'static str,
+}
+
+impl std::fmt::Debug for Deliveries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Deliveries({})", self.label)
+    }
+}
+
+impl Deliveries {
+    pub fn new(consumer: consumer::PullConsumer, label: &'static str) -> Self {
+        Self {
+            consumer,
+            stream: None,
+            label,
+        }
+    }
+
+    /// The next message, or `None` once `shutdown` turns true.
+    pub async fn next(
+        &mut self,
+        shutdown: &mut tokio::sync::watch::Receiver<bool>,
+    ) -> Option<jetstream::Message> {
+        use futures::StreamExt;
+        loop {
+            if *shutdown.borrow() {
+                return None;
+            }
+            let Some(stream) = self.stream.as_mut() else {
+                match self.consumer.messages().await {
+                    Ok(stream) => self.stream = Some(stream),
+                    Err(error) => {
+                        tracing::warn!(label = self.label, %error, "cannot pull tasks; retrying");
+                        tokio::select! {
+                            _ = shutdown.changed() => return None,
+                            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        }
+                    }
+                }
+                continue;
+            };
+            tokio::select! {
+                _ = shutdown.changed() => return None,
+                next = stream.next() => match next {
+                    Some(Ok(message)) => return Some(message),
+                    Some(Err(error)) => {
+                        tracing::warn!(label = self.label, %error, "task stream interrupted; pulling again");
+                        self.stream = None;
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    None => {
+                        self.stream = None;
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                },
+            }
+        }
+    }
+}
+
+/// Runs `handle` for every delivered task message, each holding one of the `total` `slots`, until
+/// shutdown; then waits until every slot is free again — the handlers in flight, and
+/// whatever else holds a slot (eager activity runs). What they do not ack, NATS hands
+/// to another process. Redeliveries are counted; a message that does not decode as `T` is
+/// logged and acknowledged, so it cannot come back forever.
+pub async fn serve_tasks<T, F, Fut>(
+    mut deliveries: Deliveries,
+    (slots, total): (std::sync::Arc<tokio::sync::Semaphore>, usize),
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+    metrics: std::sync::Arc<crate::runtime::metrics::Metrics>,
+    handle: F,
+) -> anyhow::Result<()>
+where
+    T: serde::de::DeserializeOwned,
+    F: Fn(jetstream::Message, T) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    while let Some(message) = deliveries.next(&mut shutdown).await {
+        if message.info().is_ok_and(|info| info.delivered > 1) {
+            metrics.redeliveries.inc();
+        }
+        let task: T = match serde_json::from_slice(&message.payload) {
+            Ok(task) => task,
+            Err(error) => {
+                tracing::error!(label = deliveries.label, %error, "malformed task dropped");
+                let _ = message.ack().await;
+                continue;
+            }
+        };
+        let permit = slots.clone().acquire_owned().await?;
+        let work = handle(message, task);
+        tokio::spawn(async move {
+            work.await;
+            drop(permit);
+        });
+    }
+    let _ = slots
+        .acquire_many(u32::try_from(total).unwrap_or(u32::MAX))
+        .await;
+    Ok(())
+}

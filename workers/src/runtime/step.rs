@@ -1,0 +1,311 @@
+//! One step of a workflow in one transaction: record the inputs that arrived (an
+//! activity outcome, a fired timer, a child's end), run the workflow code over the
+//! history they complete, and append its commands — all under the workflow's row lock,
+//! with one commit.
+//!
+//! A process without the workflow role records the inputs and wakes the workflow
+//! through NATS instead.
+
+use chrono::{SubsecRound, Utc};
+use hcpflow_engine::event::{Event, HistoryEvent};
+use hcpflow_engine::{
+    run_workflow_task, ExecError, OsEntropy, Seq, Timestamp, WorkflowId, WorkflowStatus,
+};
+use hcpflow_eventstore::{
+    AppendBatch, Appended, Error as StoreError, StoredEvent, WorkflowSummary,
+};
+
+use crate::runtime::eager::Reserved;
+use crate::runtime::history_cache::CachedHistory;
+use crate::runtime::journal::{Journal, Write};
+
+/// What a step did.
+#[derive(Debug, Default)]
+pub struct StepOutcome {
+    pub appended: Option<Appended>,
+    /// The workflow code diverged from its history: the workflow must be blocked.
+    pub blocked: Option<ExecError>,
+    /// Inputs were refused by `inputs` (a duplicate outcome, a fired timer...).
+    pub nothing_to_do: bool,
+}
+
+struct Decision {
+    blocked: Option<ExecError>,
+    nothing_to_do: bool,
+    /// A blocked workflow replays again: its status to return to.
+    unblocked: Option<WorkflowStatus>,
+    /// The history the decision was made on, with the recorded inputs, and its index:
+    /// kept for the next step when the append succeeds.
+    seen: Option<CachedHistory>,
+    /// Activity tasks this process runs itself once the append commits.
+    eager: Vec<Reserved>,
+}
+
+impl Decision {
+    fn nothing_to_do() -> Self {
+        Self {
+            blocked: None,
+            nothing_to_do: true,
+            unblocked: None,
+            seen: None,
+            eager: Vec::new(),
+        }
+    }
+}
+
+impl Journal {
+    /// Runs a step. `inputs` sees the current history and returns the input events to
+    /// record (with their ledger rows and timers in `Write`), or `None` to record
+    /// nothing; with no inputs the step only runs the workflow code.
+    ///
+    /// The history comes from this process's cache when its last append was ours, and
+    /// is read otherwise; `inputs` may be called more than once (a stale cache, a lost
+    /// race), each time on a newer history.
+    pub async fn step(
+        &self,
+        id: &WorkflowId,
+        mut inputs: impl FnMut(&WorkflowSummary, &[HistoryEvent]) -> Option<Write> + Send,
+    ) -> Result<StepOutcome, StoreError> {
+        let now = Utc::now().trunc_subsecs(3);
+        if let Some(cached) = self.history_cache.take(id) {
+            let summary = cached.summary.clone();
+            let (batch, decision) = self.decide(id, &summary, cached.history, &mut inputs, now);
+            // Only an append is checked against the database; a decision to do nothing
+            // on a possibly stale copy is made again on a fresh read below.
+            if let Some(batch) = batch {
+                match self.store.append_known(&summary, &batch).await {
+                    Ok(appended) => return self.finish_step(id, Some(appended), decision).await,
+                    Err(StoreError::Conflict { .. }) => {
+                        self.metrics.conflicts.inc();
+                        // What the batch was to mark published is marked by a later one.
+                        let events = batch.events_published.map(|range| (id.clone(), range));
+                        self.return_published(batch.mark_published, events);
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        // A second call of the closure below means the first try lost a race.
+        let mut tries = 0u32;
+        let (appended, decision) = self
+            .store
+            .append_locked(id, |summary, stored| {
+                tries += 1;
+                let history = decode(stored)?;
+                Ok(self.decide(id, summary, history, &mut inputs, now))
+            })
+            .await?;
+        if tries > 1 {
+            self.metrics.conflicts.inc();
+        }
+        self.finish_step(id, appended, decision).await
+    }
+
+    /// Decides a step on `history`: the inputs to record, and the workflow code's next
+    /// commands when this process runs workflow code.
+    fn decide(
+        &self,
+        id: &WorkflowId,
+        summary: &WorkflowSummary,
+        history: Vec<HistoryEvent>,
+        inputs: &mut impl FnMut(&WorkflowSummary, &[HistoryEvent]) -> Option<Write>,
+        now: chrono::DateTime<Utc>,
+    ) -> (Option<AppendBatch>, Decision) {
+        let Some(mut write) = inputs(summary, &history) else {
+            return (None, Decision::nothing_to_do());
+        };
+        let first_input = summary.next_seq;
+        let stamp = Timestamp::from_millis(u64::try_from(now.timestamp_millis()).unwrap_or(0));
+        let mut full = history;
+        for (offset, event) in write.events.iter().enumerate() {
+            full.push(HistoryEvent {
+                seq: first_input.advance(offset as u64),
+                recorded_at: stamp,
+                event: event.clone(),
+            });
+        }
+        let runnable = matches!(
+            summary.status,
+            WorkflowStatus::Running | WorkflowStatus::Compensating | WorkflowStatus::Blocked
+        ) && !full.iter().any(|e| e.event.is_terminal());
+        let inputs_recorded = write.events.len();
+        let mut blocked = None;
+        let mut unblocked = None;
+        match (&self.catalog, runnable) {
+            (Some(catalog), true) => {
+                match run_workflow_task(catalog.registry(), id, &full, Box::new(OsEntropy)) {
+                    Ok(outcome) => {
+                        if !outcome.commands.is_empty() || summary.status == WorkflowStatus::Blocked
+                        {
+                            write.status = Some(outcome.status);
+                        }
+                        if summary.status == WorkflowStatus::Blocked {
+                            unblocked = Some(outcome.status);
+                        }
+                        self.add_commands(id, &full, &outcome, &mut write);
+                    }
+                    Err(error) => blocked = Some(error),
+                }
+            }
+            (None, true) if wakes(&write.events) => {
+                let last = first_input.advance(write.events.len().saturating_sub(1) as u64);
+                write.messages.push(self.workflow_task(id, last));
+            }
+            _ => {}
+        }
+        // What the cache keeps: the history with everything this step appends, as a
+        // fresh read would decode it (the store records `now`, which is `stamp`).
+        for (offset, command) in write.events.iter().enumerate().skip(inputs_recorded) {
+            full.push(HistoryEvent {
+                seq: first_input.advance(offset as u64),
+                recorded_at: stamp,
+                event: command.clone(),
+            });
+        }
+        let decision = Decision {
+            seen: (blocked.is_none() && unblocked.is_none()).then(|| CachedHistory {
+                summary: summary.clone(),
+                history: full,
+            }),
+            blocked,
+            nothing_to_do: false,
+            unblocked,
+            eager: Vec::new(),
+        };
+        if write.events.is_empty() {
+            return (None, decision);
+        }
+        let (mut batch, eager) = self.batch(id, first_input, write);
+        batch.recorded_at = Some(now);
+        (Some(batch), Decision { eager, ..decision })
+    }
+
+    /// After the append (or the decision to append nothing): publish, keep the history
+    /// for the next step, and record a blocked or unblocked workflow.
+    async fn finish_step(
+        &self,
+        id: &WorkflowId,
+        appended: Option<Appended>,
+        mut decision: Decision,
+    ) -> Result<StepOutcome, StoreError> {
+        match &appended {
+            Some(appended) => {
+                tracing::debug!(workflow_id = %id, next_seq = %appended.next_seq, "step committed");
+                // Cached before publishing: the activity a publish starts may finish
+                // before the acknowledgements are in.
+                if let Some(seen) = decision.seen {
+                    self.keep_history(seen, appended);
+                }
+                self.after_commit(appended, std::mem::take(&mut decision.eager))
+                    .await;
+            }
+            None => {
+                if let Some(status) = decision.unblocked {
+                    self.store.clear_blocked(id, status).await?;
+                }
+            }
+        }
+        if let Some(error) = &decision.blocked {
+            tracing::error!(workflow_id = %id, %error, "workflow blocked");
+            self.metrics.blocked.inc();
+            self.store.set_blocked(id, &error.to_string()).await?;
+        }
+        Ok(StepOutcome {
+            appended,
+            blocked: decision.blocked,
+            nothing_to_do: decision.nothing_to_do,
+        })
+    }
+
+    /// Caches the history an append extended, unless the workflow ended.
+    fn keep_history(&self, mut seen: CachedHistory, appended: &Appended) {
+        let status = appended.status.unwrap_or(seen.summary.status);
+        if status.is_terminal() || status == WorkflowStatus::Pending {
+            return;
+        }
+        debug_assert_eq!(
+            seen.history.last().map(|e| e.seq.next()),
+            Some(appended.next_seq)
+        );
+        seen.summary.next_seq = appended.next_seq;
+        seen.summary.head_hash = appended.head_hash;
+        seen.summary.status = status;
+        self.history_cache.put(seen);
+    }
+
+    /// Adds the commands of a workflow task to `write`, with everything they cause.
+    pub fn add_commands(
+        &self,
+        id: &WorkflowId,
+        history: &[HistoryEvent],
+        outcome: &hcpflow_engine::TaskOutcome,
+        write: &mut Write,
+    ) {
+        write.events.extend(outcome.commands.iter().cloned());
+        self.dispatch_commands(id, outcome.first_seq, &outcome.commands, write);
+        if let Some(terminal) = outcome.commands.iter().find(|c| c.is_terminal()) {
+            let (output, error) = result_of(terminal);
+            write.output = output;
+            write.error = error;
+            if let Some(Event::WorkflowStarted(started)) = history.first().map(|e| &e.event) {
+                if let Some(parent) = &started.parent {
+                    write
+                        .messages
+                        .push(self.child_done(&parent.workflow_id, id, parent.seq));
+                }
+            }
+        }
+    }
+
+    /// Publishes what the append wrote (runs here what it claimed) and wakes a
+    /// workflow it promoted.
+    pub async fn after_commit(&self, appended: &Appended, eager: Vec<Reserved>) {
+        self.publish_appended(appended, eager).await;
+        if let Some(promoted) = &appended.promoted {
+            let wake = self.workflow_task(promoted, Seq::FIRST);
+            if let Err(error) = self.publish(&wake).await {
+                tracing::warn!(workflow_id = %promoted, %error, "waking a promoted workflow failed; the sweeper will");
+            }
+        }
+    }
+}
+
+/// Inputs the workflow reacts to (not intermediate failures or ledger entries).
+fn wakes(events: &[Event]) -> bool {
+    events.iter().any(|event| match event {
+        Event::ActivityFailed(failed) => failed.retry_at.is_none(),
+        Event::ResourceCreated(_) | Event::ResourceDeleted(_) | Event::ResourceObserved(_) => false,
+        other => !other.is_command(),
+    })
+}
+
+fn decode(stored: &[StoredEvent]) -> Result<Vec<HistoryEvent>, StoreError> {
+    stored.iter().map(StoredEvent::to_history_event).collect()
+}
+
+/// The index's output and error for a terminal event.
+pub fn result_of(terminal: &Event) -> (Option<serde_json::Value>, Option<serde_json::Value>) {
+    use serde_json::json;
+    match terminal {
+        Event::WorkflowCompleted(done) => (Some(done.output.clone()), None),
+        Event::WorkflowFailed(failed) => (
+            None,
+            Some(
+                json!({"kind": "failed", "message": failed.error.to_string(), "cause": failed.error, "left": failed.left}),
+            ),
+        ),
+        Event::WorkflowCompensated(done) => (
+            None,
+            Some(
+                json!({"kind": "compensated", "message": done.cause.to_string(), "cause": done.cause}),
+            ),
+        ),
+        Event::WorkflowCancelled(cancelled) => (
+            None,
+            Some(
+                json!({"kind": "cancelled", "message": cancelled.reason.clone().unwrap_or_else(|| "cancelled".into())}),
+            ),
+        ),
+        _ => (None, None),
+    }
+}
