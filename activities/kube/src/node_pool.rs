@@ -17,7 +17,7 @@ use crate::dispatch::KubeActivities;
 use crate::error::failure;
 use crate::manifest;
 use crate::resources::{node_pools, object_ledger_ref, FIELD_MANAGER};
-use crate::wait::{conditions, find, poll, Look};
+use crate::wait::{conditions, find, poll, Condition, Look};
 
 fn api(kube: &KubeActivities, namespace: &str) -> Api<DynamicObject> {
     Api::namespaced_with(kube.client.clone(), namespace, &node_pools())
@@ -161,12 +161,31 @@ pub async fn wait_ready(
                 "{} of {} ready; {}",
                 counts.ready,
                 request.replicas,
-                ready.map_or_else(|| "no Ready condition yet".to_owned(), ToString::to_string)
+                why_not_ready(&conditions)
             )))
         },
     )
     .await
 }
+
+/// What keeps a pool from its replicas: a prerequisite of its machines that is not
+/// there (the NodePool controller makes no machine template without the cluster's
+/// default security group, and says so in `AWSSecurityGroupAvailable`), else its Ready
+/// condition.
+fn why_not_ready(conditions: &[Condition]) -> String {
+    let blocking = MACHINE_PREREQUISITES
+        .iter()
+        .filter_map(|kind| find(conditions, kind))
+        .find(|condition| condition.status == "False");
+    match (blocking, find(conditions, "Ready")) {
+        (Some(blocking), _) => blocking.to_string(),
+        (None, Some(ready)) => ready.to_string(),
+        (None, None) => "no Ready condition yet".to_owned(),
+    }
+}
+
+/// NodePool conditions that, False, mean no machines can be made.
+const MACHINE_PREREQUISITES: [&str; 1] = ["AWSSecurityGroupAvailable"];
 
 /// Deletes the NodePool and waits until its finalizer is gone.
 pub async fn delete_node_pool(
@@ -175,4 +194,47 @@ pub async fn delete_node_pool(
     ledger: &Ledger,
 ) -> Result<(), ActivityFailure> {
     delete_custom_object(kube, &node_pools(), "NodePool", &pool.object, ledger).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn condition(kind: &str, status: &str, reason: &str, message: &str) -> Condition {
+        Condition {
+            kind: kind.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn a_missing_default_security_group_is_named_before_ready() {
+        let waiting = [
+            condition(
+                "AllMachinesReady",
+                "False",
+                "NotFound",
+                "No Machines are created",
+            ),
+            condition(
+                "AWSSecurityGroupAvailable",
+                "False",
+                "DefaultSGNotReady",
+                "Waiting for AWS default security group to be created for hosted cluster",
+            ),
+        ];
+        let why = why_not_ready(&waiting);
+        assert!(
+            why.contains("AWSSecurityGroupAvailable=False (DefaultSGNotReady)"),
+            "{why}"
+        );
+        let rolling = [
+            condition("AWSSecurityGroupAvailable", "True", "AsExpected", ""),
+            condition("Ready", "False", "WaitingForNodes", "1 of 3 nodes"),
+        ];
+        assert!(why_not_ready(&rolling).contains("Ready=False (WaitingForNodes)"));
+        assert_eq!(why_not_ready(&[]), "no Ready condition yet");
+    }
 }

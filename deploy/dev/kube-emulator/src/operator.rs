@@ -9,7 +9,28 @@
 //! writes the admin kubeconfig Secret and `status.kubeconfig`; on delete removes the
 //! finalizer after `deletion`.
 //! NodePool: `status.replicas` follows `spec.replicas` one node per `node`, with
-//! AllMachinesReady, AllNodesHealthy and Ready.
+//! AllMachinesReady, AllNodesHealthy and Ready — once its HostedCluster has a default
+//! security group. As the real NodePool controller does
+//! (hypershift-operator/controllers/nodepool/aws.go: `setAWSConditions`,
+//! `buildAWSSecurityGroups`), an AWS NodePool reports `AWSSecurityGroupAvailable`:
+//! False `DefaultSGNotReady` "Waiting for AWS default security group to be created for
+//! hosted cluster" while the HostedCluster's `status.platform.aws.
+//! defaultWorkerSecurityGroupID` is empty — no machine template, so no machines are
+//! made or removed (AllMachinesReady and AllNodesHealthy False `NotFound` "No Machines
+//! are created" while it has none, no Ready of its own) — and True `AsExpected`
+//! "NodePool has a default security group" once it is set. A NodePool whose
+//! HostedCluster does not exist is left alone.
+//!
+//! The default security group and `ValidAWSIdentityProvider` are the control plane's.
+//! With the cloud side on, it makes both (see `cloud`). Without it, the operator stands
+//! in: an AWS HostedCluster gets `ValidAWSIdentityProvider` (Unknown `StatusUnknown`
+//! "Cannot validate AWS identity provider while KubeAPIServer is not available", then
+//! True `AsExpected` "All is well" once the API server is up), and with it
+//! `AWSDefaultSecurityGroupCreated` True and a made-up `sg-…` id (derived from the uid,
+//! in no AWS anywhere). A blocked HostedCluster (no control plane) has
+//! `ValidAWSIdentityProvider` Unknown `StatusUnknown` with no message, as the
+//! HostedCluster controller sets it without a control plane to copy it from. None of
+//! it holds Available back (`computeHostedClusterAvailability` does not look at it).
 //!
 //! Failure injection, by annotation on the object:
 //! - `hcpflow.io/emulator-fail-available: <reason>` — the HostedCluster never becomes
@@ -35,6 +56,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use chrono::{SecondsFormat, Utc};
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 pub mod cloud;
 mod configuration;
@@ -50,6 +72,14 @@ pub const STALL_AT: &str = "hcpflow.io/emulator-stall-at";
 pub const DELETION_HANGS: &str = "hcpflow.io/emulator-deletion-hangs";
 /// `hyperv1.UnsupportedHostedClusterReason`.
 pub const UNSUPPORTED: &str = "UnsupportedHostedCluster";
+/// `hyperv1.NodePoolAWSSecurityGroupAvailableConditionType`.
+pub const SECURITY_GROUP_AVAILABLE: &str = "AWSSecurityGroupAvailable";
+/// `hyperv1.DefaultAWSSecurityGroupNotReadyReason`.
+pub const SECURITY_GROUP_NOT_READY: &str = "DefaultSGNotReady";
+/// The NodePool controller's message while the HostedCluster has no default security
+/// group.
+pub const WAITING_FOR_SECURITY_GROUP: &str =
+    "Waiting for AWS default security group to be created for hosted cluster";
 
 /// The conditions a HostedCluster gains, in order, before Available.
 pub const SEQUENCE: [&str; 9] = [
@@ -109,6 +139,46 @@ fn condition(kind: &str, status: bool, reason: &str, message: &str, generation: 
            "message": message, "lastTransitionTime": now(), "observedGeneration": generation})
 }
 
+fn unknown(kind: &str, reason: &str, message: &str, generation: i64) -> Value {
+    let mut unknown = condition(kind, false, reason, message, generation);
+    unknown["status"] = json!("Unknown");
+    unknown
+}
+
+fn on_aws(object: &Value) -> bool {
+    object
+        .pointer("/spec/platform/type")
+        .and_then(Value::as_str)
+        == Some("AWS")
+}
+
+fn find_condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
+    object
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c["type"] == kind)
+}
+
+/// The HostedCluster controller's `ValidAWSIdentityProvider` while there is no control
+/// plane to copy it from.
+fn identity_not_reported(generation: i64) -> Value {
+    unknown(
+        cloud::VALID_IDENTITY_PROVIDER,
+        cloud::STATUS_UNKNOWN,
+        "",
+        generation,
+    )
+}
+
+/// The made-up id of the default security group the operator stands in for when there
+/// is no cloud side: `sg-` and 17 hex digits, the same for the same HostedCluster.
+fn stand_in_security_group(uid: &str) -> String {
+    let digest = Sha256::digest(format!("default-sg/{uid}").as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sg-{}", &hex[..17])
+}
+
 /// Sets conditions, keeping lastTransitionTime of those whose status did not change,
 /// and the conditions the cloud side owns ([`cloud::CONDITIONS`]) as they are.
 fn set_conditions(status: &mut Value, conditions: Vec<Value>) {
@@ -147,6 +217,8 @@ pub struct Operator {
     last_node: HashMap<String, Instant>,
     deleting: HashMap<String, Instant>,
     /// With the cloud side on: which deleted HostedClusters it has cleaned up after.
+    /// `None`: no cloud side, the operator stands in for the control plane's identity
+    /// check and default security group.
     cleanup: Option<cloud::CleanupGate>,
 }
 
@@ -158,7 +230,8 @@ impl Operator {
         }
     }
 
-    /// A HostedCluster's finalizer waits for the cloud side's cleanup as well.
+    /// The cloud side is on: a HostedCluster's finalizer waits for its cleanup as well,
+    /// and the identity check and default security group are its.
     pub fn with_cleanup(mut self, gate: cloud::CleanupGate) -> Self {
         self.cleanup = Some(gate);
         self
@@ -363,9 +436,55 @@ impl Operator {
                 });
             }
         }
+        let mut stand_in_group = None;
+        if on_aws(&object) {
+            if self.cleanup.is_some() {
+                // The cloud side reports it; until it does, the HostedCluster
+                // controller's own.
+                if find_condition(&object, cloud::VALID_IDENTITY_PROVIDER).is_none() {
+                    conditions.push(identity_not_reported(generation));
+                }
+            } else if api_up {
+                conditions.push(condition(
+                    cloud::VALID_IDENTITY_PROVIDER,
+                    true,
+                    "AsExpected",
+                    cloud::ALL_IS_WELL,
+                    generation,
+                ));
+                conditions.push(condition(
+                    cloud::SECURITY_GROUP_CREATED,
+                    true,
+                    "AsExpected",
+                    cloud::ALL_IS_WELL,
+                    generation,
+                ));
+                let uid = meta(&object)
+                    .get("uid")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                stand_in_group = Some(stand_in_security_group(uid));
+            } else {
+                conditions.push(unknown(
+                    cloud::VALID_IDENTITY_PROVIDER,
+                    cloud::STATUS_UNKNOWN,
+                    cloud::KUBE_API_SERVER_UNAVAILABLE,
+                    generation,
+                ));
+            }
+        }
         let mut status = object.get("status").cloned().unwrap_or_else(|| json!({}));
         let before = status.clone();
         set_conditions(&mut status, conditions);
+        if let Some(id) = stand_in_group {
+            let known = status
+                .pointer("/platform/aws/defaultWorkerSecurityGroupID")
+                .and_then(Value::as_str)
+                .is_some_and(|known| !known.is_empty());
+            if !known {
+                status["platform"]["aws"]["defaultWorkerSecurityGroupID"] = json!(id);
+            }
+        }
         let mut changed = false;
         if api_up {
             let secret = format!("{name}-admin-kubeconfig");
@@ -443,6 +562,9 @@ impl Operator {
                 generation,
             ));
         }
+        if on_aws(object) {
+            conditions.push(identity_not_reported(generation));
+        }
         conditions.extend([
             condition(
                 "Available",
@@ -474,7 +596,7 @@ impl Operator {
             self.seen.remove(uid);
         }
         let blocked = format!("SupportedHostedCluster condition is false: {message}");
-        let conditions = vec![
+        let mut conditions = vec![
             condition("ValidConfiguration", true, "AsExpected", "", generation),
             condition(
                 "SupportedHostedCluster",
@@ -493,6 +615,9 @@ impl Operator {
             condition("Progressing", false, "Blocked", &blocked, generation),
             condition("Degraded", false, "AsExpected", "", generation),
         ];
+        if on_aws(object) {
+            conditions.push(identity_not_reported(generation));
+        }
         self.write_blocked(store, ns, name, object, conditions)
     }
 
@@ -524,6 +649,22 @@ impl Operator {
         if Self::ensure_finalizer(store, &NODE_POOLS, ns, name, &object) {
             return true;
         }
+        let cluster_name = object
+            .pointer("/spec/clusterName")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        // The NodePool controller does nothing without its HostedCluster.
+        let Ok(hosted_cluster) = store.get(&HOSTED_CLUSTERS, Some(ns), cluster_name) else {
+            return false;
+        };
+        let aws = on_aws(&object);
+        // `buildAWSSecurityGroups`: no machine template without the default security
+        // group, so no machines are made or removed.
+        let waiting_for_group = aws
+            && hosted_cluster
+                .pointer("/status/platform/aws/defaultWorkerSecurityGroupID")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty);
         let generation = meta(&object)
             .get("generation")
             .and_then(Value::as_i64)
@@ -547,9 +688,14 @@ impl Operator {
             .entry(uid.clone())
             .or_insert_with(Instant::now);
         let target = match stall {
+            _ if waiting_for_group => current,
             Some(limit) if desired > current => desired.min(limit.max(current)),
             _ => desired,
         };
+        if waiting_for_group {
+            // The first machine comes a node's time after the template can be made.
+            self.last_node.insert(uid.clone(), Instant::now());
+        }
         let mut replicas = current;
         if replicas != target && last.elapsed() >= self.timing.node {
             replicas += (target - replicas).signum();
@@ -572,17 +718,50 @@ impl Operator {
                 format!("{replicas} of {desired} nodes are ready"),
             )
         };
-        let mut status = object.get("status").cloned().unwrap_or_else(|| json!({}));
-        let before = status.clone();
-        status["replicas"] = json!(replicas);
-        set_conditions(
-            &mut status,
+        let mut conditions = if waiting_for_group && replicas == 0 {
+            // `setAllMachinesReadyCondition` and `setAllNodesHealthyCondition` with no
+            // machines; Ready comes from a MachineDeployment, which does not exist.
+            let (reason, message) = if desired == 0 {
+                ("AsExpected", "NodePool set to no replicas")
+            } else {
+                ("NotFound", "No Machines are created")
+            };
+            let mut without_machines = vec![
+                condition("AllMachinesReady", false, reason, message, generation),
+                condition("AllNodesHealthy", false, reason, message, generation),
+            ];
+            without_machines.extend(find_condition(&object, "Ready").cloned());
+            without_machines
+        } else {
             vec![
                 condition("AllMachinesReady", ready, reason, &message, generation),
                 condition("AllNodesHealthy", ready, reason, &message, generation),
                 condition("Ready", ready, reason, &message, generation),
-            ],
-        );
+            ]
+        };
+        if aws {
+            conditions.push(if waiting_for_group {
+                condition(
+                    SECURITY_GROUP_AVAILABLE,
+                    false,
+                    SECURITY_GROUP_NOT_READY,
+                    WAITING_FOR_SECURITY_GROUP,
+                    generation,
+                )
+            } else {
+                condition(
+                    SECURITY_GROUP_AVAILABLE,
+                    true,
+                    "AsExpected",
+                    "NodePool has a default security group",
+                    generation,
+                )
+            });
+        }
+        let mut status = object.get("status").cloned().unwrap_or_else(|| json!({}));
+        let before = status.clone();
+        status["replicas"] = json!(replicas);
+        set_conditions(&mut status, conditions);
         if status == before {
             return false;
         }

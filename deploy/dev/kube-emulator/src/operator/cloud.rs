@@ -2,10 +2,13 @@
 //! real HyperShift operators make in AWS for a HostedCluster, and remove when it is
 //! deleted. One component per file, each naming the real code it follows:
 //!
+//! - `identity`: the control-plane-operator's health check of its web identity
+//!   (`ValidAWSIdentityProvider`), once the API server is up, and what STS checks before
+//!   it lets the CPO assume its role;
 //! - `default_security_group`: the control-plane-operator's default worker security
 //!   group (`AWSDefaultSecurityGroupCreated`, `status.platform.aws.
-//!   defaultWorkerSecurityGroupID`), once the API server is up (the CPO makes it after
-//!   its identity check, which needs the API server);
+//!   defaultWorkerSecurityGroupID`), once `ValidAWSIdentityProvider` is True (the CPO
+//!   skips it until then; its identity check needs the API server);
 //! - for a PublicAndPrivate or Private cluster, per private Service (`spec`):
 //!   `load_balancer` (the management cluster's cloud provider: an internal NLB),
 //!   `endpoint_service` (the hypershift-operator: a VPC endpoint service allowing the
@@ -26,7 +29,9 @@
 //!
 //! Only a HostedCluster the hypershift-operator reconciles gets any of it:
 //! `ValidConfiguration` and `SupportedHostedCluster` True (a blocked one has no control
-//! plane). NodePools and the Available sequence do not wait for any of it.
+//! plane). The Available sequence does not wait for any of it; NodePools wait for the
+//! default security group's id (the simulated operator's NodePool controller: see
+//! [`crate::operator`]).
 //!
 //! The loop: every `period`, a snapshot of the HostedClusters and NodePools is taken
 //! under the store's lock; the AWS work runs without it (describe before create:
@@ -44,6 +49,7 @@ mod endpoint;
 mod endpoint_service;
 mod guest;
 mod iam;
+mod identity;
 mod load_balancer;
 mod records;
 mod spec;
@@ -59,14 +65,18 @@ use crate::resources::{HOSTED_CLUSTERS, NODE_POOLS};
 use crate::store::{meta, Part};
 
 use aws::Clients;
-use conditions::{
-    condition, summed, ALL_IS_WELL, ENDPOINT_AVAILABLE, ENDPOINT_SERVICE_AVAILABLE,
-    SECURITY_GROUP_CREATED,
-};
+use conditions::{condition, summed, ENDPOINT_AVAILABLE, ENDPOINT_SERVICE_AVAILABLE};
 use spec::Cluster;
 
-/// The HostedCluster conditions the cloud side owns.
-pub const CONDITIONS: [&str; 5] = [
+pub use conditions::{
+    ALL_IS_WELL, SECURITY_GROUP_CREATED, STATUS_UNKNOWN, VALID_IDENTITY_PROVIDER,
+};
+pub use identity::KUBE_API_SERVER_UNAVAILABLE;
+
+/// The HostedCluster conditions the cloud side owns (without it, the simulated operator
+/// sets `ValidAWSIdentityProvider` and `AWSDefaultSecurityGroupCreated` itself).
+pub const CONDITIONS: [&str; 6] = [
+    conditions::VALID_IDENTITY_PROVIDER,
     conditions::SECURITY_GROUP_CREATED,
     conditions::SECURITY_GROUP_DELETED,
     conditions::ENDPOINT_AVAILABLE,
@@ -272,10 +282,20 @@ impl Cloud {
         let mut security_group = None;
         let mut all_well = true;
         if reconciled {
-            let cpo = roles.cpo(&self.clients, &cluster.cpo_role_arn).await;
-            if cluster.default_security_group.is_none()
-                && cluster.is("KubeAPIServerAvailable", "True")
-            {
+            let cpo = roles
+                .cpo(&self.clients, &cluster.cpo_role_arn, &cluster.issuer_url)
+                .await;
+            let api_up = cluster.is("KubeAPIServerAvailable", "True");
+            let identity = identity::health_check(&self.clients, &cpo, cluster).await;
+            let valid_identity = identity["status"] == "True";
+            if api_up && !valid_identity {
+                tracing::warn!(cluster = %cluster.name, condition = %identity,
+                               "the control-plane-operator's identity provider is not valid");
+                all_well = false;
+            }
+            written.push(identity);
+            // "Identity provider not ready. Skipping security group creation."
+            if cluster.default_security_group.is_none() && api_up && valid_identity {
                 match default_security_group::ensure(&self.clients, &cpo, cluster).await {
                     Ok(id) => {
                         tracing::info!(cluster = %cluster.name, group = %id, "default security group ready");
@@ -391,7 +411,9 @@ impl Cloud {
         if self.gate.is_done(&cluster.uid) || !self.due(cluster) {
             return;
         }
-        let cpo = roles.cpo(&self.clients, &cluster.cpo_role_arn).await;
+        let cpo = roles
+            .cpo(&self.clients, &cluster.cpo_role_arn, &cluster.issuer_url)
+            .await;
         let timeout = self.settings.guest_cleanup_timeout;
         let mut fresh = cleanup::GuestCleanup::default();
         let deletion = match self.memory.get_mut(&cluster.uid) {

@@ -507,6 +507,23 @@ async fn the_operators_make_privatelink_and_the_default_security_group_in_moto_a
         (&created["reason"], &created["message"]),
         (&json!("AsExpected"), &json!("All is well"))
     );
+    let identity = condition(&ready, "ValidAWSIdentityProvider").unwrap();
+    assert_eq!(
+        (
+            &identity["status"],
+            &identity["reason"],
+            &identity["message"]
+        ),
+        (&json!("True"), &json!("AsExpected"), &json!("All is well"))
+    );
+    // The NodePools get their nodes once the cluster has its default security group.
+    for i in 0..2 {
+        let pool = wait(&emu, &format!("{nps}/{name}-{i}"), 20, |_, np| {
+            np["status"]["replicas"] == 1 && is(np, "Ready", "True")
+        })
+        .await;
+        assert!(is(&pool, "AWSSecurityGroupAvailable", "True"), "{pool}");
+    }
     for (service, _) in [("private-router", 443), ("kube-apiserver-private", 6443)] {
         eventually("two zones", 10, || {
             endpoint_in(&moto, &vpc, &name, service, &subnets[..2])
@@ -739,7 +756,8 @@ async fn the_operators_make_privatelink_and_the_default_security_group_in_moto_a
         format!("hosted zone {denied_name}.hypershift.local not found; hosted zone {denied_name}.hypershift.local not found")
     );
 
-    // A Public cluster with made-up ids: the CPO cannot even get credentials.
+    // A Public cluster with made-up ids: the CPO cannot even get credentials. Its
+    // identity provider is invalid, and the CPO skips the default security group.
     let fake_name = format!("{name}f");
     let fake = hosted_cluster_in(
         &fake_name,
@@ -752,14 +770,20 @@ async fn the_operators_make_privatelink_and_the_default_security_group_in_moto_a
     post(&emu, &hcs, &fake).await;
     let fake_path = format!("{hcs}/{fake_name}");
     let failing = wait(&emu, &fake_path, 30, |_, hc| {
-        is(hc, "AWSDefaultSecurityGroupCreated", "False")
+        is(hc, "ValidAWSIdentityProvider", "False")
     })
     .await;
+    let identity = condition(&failing, "ValidAWSIdentityProvider").unwrap();
     assert_eq!(
-        condition(&failing, "AWSDefaultSecurityGroupCreated").unwrap()["message"],
-        "failed to describe vpc vpc-0000000000000fake, code WebIdentityErr"
+        (&identity["reason"], &identity["message"]),
+        (&json!("InvalidIdentityProvider"), &json!("WebIdentityErr"))
     );
     assert!(is(&failing, "AWSEndpointAvailable", "Unknown"), "{failing}");
+    let failing = wait(&emu, &fake_path, 10, |_, hc| is(hc, "Available", "True")).await;
+    assert!(
+        condition(&failing, "AWSDefaultSecurityGroupCreated").is_none(),
+        "{failing}"
+    );
 
     // Deleting: the HostedClusters go once the operators removed what they made.
     for pool in 0..3 {

@@ -7,6 +7,7 @@
 mod api;
 mod cloud;
 mod guest;
+mod identity;
 mod kubectl;
 mod operator;
 mod support;

@@ -297,3 +297,129 @@ async fn an_operator_with_a_private_platform_supports_private_clusters_of_its_re
     );
     emu.stop();
 }
+
+/// A NodePool makes no machines until its HostedCluster has a default security group
+/// (the real NodePool controller's `AWSSecurityGroupAvailable`), and one whose
+/// HostedCluster does not exist is left alone. Without a cloud side the operator stands
+/// in for the control plane: `ValidAWSIdentityProvider` and a made-up default security
+/// group once the API server is up; a blocked HostedCluster has neither.
+#[tokio::test]
+async fn node_pools_wait_for_the_default_security_group() {
+    let emu = emulator().await;
+    post(&emu, "/api/v1/namespaces", &namespace("clusters")).await;
+    // The pool first: no HostedCluster, nothing happens to it.
+    let (status, _) = post(&emu, NP, &node_pool("sg-pool", "sg", 2)).await;
+    assert_eq!(status, 201);
+    let np = format!("{NP}/sg-pool");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let (_, alone) = get(&emu, &np).await;
+    assert!(alone["status"]["replicas"].is_null(), "{alone}");
+    assert!(
+        condition(&alone, "AWSSecurityGroupAvailable").is_none(),
+        "{alone}"
+    );
+
+    // A HostedCluster the operator refuses: no control plane, no security group.
+    let mut hc = hosted_cluster("sg");
+    hc["spec"]["services"][0]["servicePublishingStrategy"] = json!({"type": "Route"});
+    post(&emu, HC, &hc).await;
+    let path = format!("{HC}/sg");
+    let refused = until(&emu, &path, |_, hc| {
+        is(hc, "ValidConfiguration", "False") && is(hc, "ValidAWSIdentityProvider", "Unknown")
+    })
+    .await;
+    let identity = condition(&refused, "ValidAWSIdentityProvider").unwrap();
+    assert_eq!(
+        (&identity["reason"], &identity["message"]),
+        (&json!("StatusUnknown"), &json!(""))
+    );
+    let waiting = until(&emu, &np, |_, np| {
+        is(np, "AWSSecurityGroupAvailable", "False")
+    })
+    .await;
+    let group = condition(&waiting, "AWSSecurityGroupAvailable").unwrap();
+    assert_eq!(
+        (&group["reason"], &group["message"]),
+        (
+            &json!("DefaultSGNotReady"),
+            &json!("Waiting for AWS default security group to be created for hosted cluster")
+        )
+    );
+    let machines = condition(&waiting, "AllMachinesReady").unwrap();
+    assert_eq!(
+        (
+            &machines["status"],
+            &machines["reason"],
+            &machines["message"]
+        ),
+        (
+            &json!("False"),
+            &json!("NotFound"),
+            &json!("No Machines are created")
+        )
+    );
+    assert!(is(&waiting, "AllNodesHealthy", "False"), "{waiting}");
+    assert!(
+        condition(&waiting, "Ready").is_none(),
+        "no MachineDeployment: {waiting}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let (_, still) = get(&emu, &np).await;
+    assert_eq!(still["status"]["replicas"], 0, "{still}");
+    let (_, cluster) = get(&emu, &path).await;
+    assert!(
+        cluster["status"]["platform"].is_null(),
+        "no default security group: {cluster}"
+    );
+    assert!(condition(&cluster, "AWSDefaultSecurityGroupCreated").is_none());
+
+    // Fixed: the control plane comes up, its identity and security group with it, and
+    // the pool gets its nodes.
+    let fixed = json!({"spec": {"services": [
+        {"service": "APIServer", "servicePublishingStrategy": {"type": "LoadBalancer"}},
+        {"service": "OAuthServer", "servicePublishingStrategy": {"type": "Route"}},
+        {"service": "Konnectivity", "servicePublishingStrategy": {"type": "Route"}},
+        {"service": "Ignition", "servicePublishingStrategy": {"type": "Route"}},
+    ]}});
+    patch(
+        &emu,
+        &path,
+        "application/merge-patch+json",
+        &fixed.to_string(),
+    )
+    .await;
+    let available = until(&emu, &path, |_, hc| is(hc, "Available", "True")).await;
+    let identity = condition(&available, "ValidAWSIdentityProvider").unwrap();
+    assert_eq!(
+        (
+            &identity["status"],
+            &identity["reason"],
+            &identity["message"]
+        ),
+        (&json!("True"), &json!("AsExpected"), &json!("All is well"))
+    );
+    assert!(is(&available, "AWSDefaultSecurityGroupCreated", "True"));
+    let id = available["status"]["platform"]["aws"]["defaultWorkerSecurityGroupID"]
+        .as_str()
+        .unwrap();
+    assert!(id.starts_with("sg-") && id.len() == 20, "{id}");
+    let ready = until(&emu, &np, |_, np| {
+        np["status"]["replicas"] == 2 && is(np, "Ready", "True")
+    })
+    .await;
+    let group = condition(&ready, "AWSSecurityGroupAvailable").unwrap();
+    assert_eq!(
+        (&group["status"], &group["reason"], &group["message"]),
+        (
+            &json!("True"),
+            &json!("AsExpected"),
+            &json!("NodePool has a default security group")
+        )
+    );
+    let (_, again) = get(&emu, &path).await;
+    assert_eq!(
+        again["status"]["platform"]["aws"]["defaultWorkerSecurityGroupID"], id,
+        "the same group"
+    );
+    emu.stop();
+}

@@ -12,7 +12,9 @@
 //! carries `hypershift.openshift.io/cleanup-cloud-resources: "true"` (the
 //! HostedCluster controller copies it to the HostedControlPlane; `hypershift destroy
 //! cluster` sets it) and the CPO's credentials are valid (`hasValidCloudCredentials`:
-//! here, its role exists). Then, in that order:
+//! here, its role can be assumed, `ValidAWSIdentityProvider` not False; the real one
+//! also skips while that condition is Unknown, which the emulator does not). Then, in
+//! that order:
 //!
 //! - `destroyAWSDefaultSecurityGroup`, reported as `AWSDefaultSecurityGroupDeleted`:
 //!   True `AsExpected` "All is well"; or False `AWSError` "failed to delete AWS default
@@ -43,7 +45,7 @@
 //! Everything is found by name or tag, so it also works after a restart and when
 //! nothing was ever made (what is not found is done). A failure stops the pass and
 //! keeps the finalizer; the next pass tries again. As in the real operators: a
-//! control-plane-operator without credentials (its role does not exist) cleans up
+//! control-plane-operator without credentials (its role cannot be assumed) cleans up
 //! nothing of its own (the hypershift-operator then releases the endpoint services,
 //! `deleteAWSEndpointServices`); one that keeps failing is given up on after the
 //! hypershift-operator's grace period (`awsEndpointDeletionGracePeriod`, 10 minutes).
@@ -136,7 +138,7 @@ pub(super) async fn run(
         };
     }
     if cluster.private() {
-        if cpo.is_missing() {
+        if cpo.cannot_assume() {
             tracing::info!(cluster = %cluster.name,
                            "the control-plane-operator has no credentials: its endpoints, security groups and records are left");
         } else if let Err(problem) = private_link(clients, cpo, cluster).await {
@@ -163,7 +165,7 @@ pub(super) async fn run(
             ..Progress::default()
         };
     }
-    if !cluster.cleanup_cloud_resources || cpo.is_missing() {
+    if !cluster.cleanup_cloud_resources || cpo.cannot_assume() {
         if cluster.cleanup_cloud_resources {
             tracing::info!(cluster = %cluster.name, reason = "Invalid AWS identity provider",
                            "Skipping hosted cluster cloud resources cleanup");

@@ -1,27 +1,30 @@
 //! The cloud side's conditions on the HostedCluster, as the hypershift-operator's
 //! HostedCluster controller sets them (hostedcluster_controller.go): it copies
-//! `AWSDefaultSecurityGroupCreated` from the control plane; while the control plane is
-//! being deleted it bubbles `AWSDefaultSecurityGroupDeleted`
-//! (`computeAWSDefaultSGDeletedCondition`) and `CloudResourcesDestroyed` up from it —
-//! Unknown `StatusUnknown` with no message while the control plane has none; and it sums the AWSEndpointServices' `AWSEndpointAvailable` and
-//! `AWSEndpointServiceAvailable` up (`computeAWSEndpointServiceCondition`): Unknown
-//! `StatusUnknown` "AWSEndpointService conditions not found" while no endpoint service
-//! has the condition, False `AWSError` with the False ones' messages joined by "; ",
-//! else True `AWSSuccess` "All is well".
+//! `AWSDefaultSecurityGroupCreated` and `ValidAWSIdentityProvider` from the control
+//! plane; while the control plane is being deleted it bubbles
+//! `AWSDefaultSecurityGroupDeleted` (`computeAWSDefaultSGDeletedCondition`) and
+//! `CloudResourcesDestroyed` up from it — Unknown `StatusUnknown` with no message while
+//! the control plane has none; and it sums the AWSEndpointServices'
+//! `AWSEndpointAvailable` and `AWSEndpointServiceAvailable` up
+//! (`computeAWSEndpointServiceCondition`): Unknown `StatusUnknown` "AWSEndpointService
+//! conditions not found" while no endpoint service has the condition, False `AWSError`
+//! with the False ones' messages joined by "; ", else True `AWSSuccess` "All is well".
 
 use chrono::{SecondsFormat, Utc};
 use serde_json::{json, Value};
 
-pub(super) const SECURITY_GROUP_CREATED: &str = "AWSDefaultSecurityGroupCreated";
+pub const SECURITY_GROUP_CREATED: &str = "AWSDefaultSecurityGroupCreated";
 pub(super) const SECURITY_GROUP_DELETED: &str = "AWSDefaultSecurityGroupDeleted";
 pub(super) const ENDPOINT_AVAILABLE: &str = "AWSEndpointAvailable";
 pub(super) const ENDPOINT_SERVICE_AVAILABLE: &str = "AWSEndpointServiceAvailable";
+/// `hyperv1.ValidAWSIdentityProvider` (the CPO's health check: `identity`).
+pub const VALID_IDENTITY_PROVIDER: &str = "ValidAWSIdentityProvider";
 /// `hyperv1.CloudResourcesDestroyed`.
 pub(super) const CLOUD_RESOURCES_DESTROYED: &str = "CloudResourcesDestroyed";
 /// `hyperv1.StatusUnknownReason`.
-pub(super) const STATUS_UNKNOWN: &str = "StatusUnknown";
+pub const STATUS_UNKNOWN: &str = "StatusUnknown";
 /// `hyperv1.AllIsWellMessage`.
-pub(super) const ALL_IS_WELL: &str = "All is well";
+pub const ALL_IS_WELL: &str = "All is well";
 
 pub(super) fn condition(
     kind: &str,

@@ -5,10 +5,12 @@
 //! ListRolePolicies and GetRolePolicy, read once per pass) the way IAM does: an explicit
 //! Deny wins, then an Allow grants, and anything else is an implicit deny. A refusal is
 //! AWS's answer to the CPO: `UnauthorizedOperation` from EC2, `AccessDenied` from
-//! Route 53 (status 403, with IAM's wording). A role that does not exist cannot be
-//! assumed: every call fails before it is sent, as the Go SDK's web identity provider
-//! fails, with the code the hypershift health check looks for (`WebIdentityErr`,
-//! control-plane-operator/controllers/healthcheck/aws.go).
+//! Route 53 (status 403, with IAM's wording). A role that cannot be assumed with the
+//! CPO's web identity — it does not exist, or STS refuses the token for what `identity`
+//! checks (the issuer's OIDC provider, discovery document and JWKS, the role's trust) —
+//! fails every call before it is sent, as the Go SDK's web identity provider fails, with
+//! the code the hypershift health check looks for (`WebIdentityErr`,
+//! control-plane-operator/controllers/healthcheck/aws.go) and STS's answer.
 //!
 //! What is evaluated: `Effect`, `Action`/`NotAction` (wildcards `*` and `?`, actions
 //! case-insensitive) and `Resource`/`NotResource` for the calls whose resource the
@@ -28,6 +30,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::aws::{sdk, AwsError, Clients, Service};
+use super::identity::{web_identity, Refusal};
 
 /// The session name the emulator gives the CPO's assumed role in messages.
 const SESSION: &str = "control-plane-operator";
@@ -50,10 +53,11 @@ struct Statement {
 /// What the emulator learned of the role this pass.
 #[derive(Debug, Clone)]
 enum Identity {
-    /// The role exists; its inline policies' statements.
+    /// The role exists and can be assumed; its inline policies' statements.
     Role(Vec<Statement>),
-    /// No such role: nothing can be done with it.
-    Missing,
+    /// STS does not let the CPO assume the role (no such role, say): nothing can be
+    /// done with it.
+    Unassumable(Refusal),
     /// The role could not be read (moto unreachable, say): every call fails so.
     Unreadable(AwsError),
 }
@@ -67,23 +71,25 @@ pub(super) struct Cpo {
     identity: Arc<Identity>,
 }
 
-/// The roles read this pass, by ARN.
+/// The roles read this pass, by ARN and the issuer of the CPO's token.
 #[derive(Debug, Default)]
 pub(super) struct Roles {
-    read: HashMap<String, Cpo>,
+    read: HashMap<(String, String), Cpo>,
 }
 
 impl Roles {
-    /// The CPO acting as `role_arn` (read from IAM the first time this pass).
-    pub(super) async fn cpo(&mut self, clients: &Clients, role_arn: &str) -> Cpo {
-        if let Some(cpo) = self.read.get(role_arn) {
+    /// The CPO acting as `role_arn` with a token of `issuer` (read from AWS the first
+    /// time this pass).
+    pub(super) async fn cpo(&mut self, clients: &Clients, role_arn: &str, issuer: &str) -> Cpo {
+        let key = (role_arn.to_owned(), issuer.to_owned());
+        if let Some(cpo) = self.read.get(&key) {
             return cpo.clone();
         }
         let (account, role_name) = parse_role_arn(role_arn).unwrap_or_default();
         let identity = if role_name.is_empty() {
-            Identity::Missing
+            Identity::Unassumable(Refusal::not_authorized())
         } else {
-            read_role(clients, &role_name).await
+            read_role(clients, &account, &role_name, issuer).await
         };
         let cpo = Cpo {
             role_arn: role_arn.to_owned(),
@@ -91,7 +97,7 @@ impl Roles {
             role_name,
             identity: Arc::new(identity),
         };
-        self.read.insert(role_arn.to_owned(), cpo.clone());
+        self.read.insert(key, cpo.clone());
         cpo
     }
 }
@@ -109,7 +115,7 @@ fn parse_role_arn(arn: &str) -> Option<(String, String)> {
     }
 }
 
-async fn read_role(clients: &Clients, role_name: &str) -> Identity {
+async fn read_role(clients: &Clients, account: &str, role_name: &str, issuer: &str) -> Identity {
     let mut names = Vec::new();
     let mut marker = None;
     loop {
@@ -129,7 +135,9 @@ async fn read_role(clients: &Clients, role_name: &str) -> Identity {
                     _ => break,
                 }
             }
-            Err(e) if e.code() == "NoSuchEntity" => return Identity::Missing,
+            Err(e) if e.code() == "NoSuchEntity" => {
+                return Identity::Unassumable(Refusal::not_authorized())
+            }
             Err(e) => return Identity::Unreadable(e),
         }
     }
@@ -149,7 +157,11 @@ async fn read_role(clients: &Clients, role_name: &str) -> Identity {
             Err(e) => return Identity::Unreadable(e),
         }
     }
-    Identity::Role(statements)
+    match web_identity(clients, account, role_name, issuer).await {
+        Ok(None) => Identity::Role(statements),
+        Ok(Some(refusal)) => Identity::Unassumable(refusal),
+        Err(e) => Identity::Unreadable(e),
+    }
 }
 
 /// The statements of a policy document, as IAM returns it (URL-encoded JSON) or plain.
@@ -200,7 +212,7 @@ fn parse_document(document: &str) -> Vec<Statement> {
 }
 
 /// IAM's wildcard match: `*` any run of characters, `?` one.
-fn glob(pattern: &str, text: &str) -> bool {
+pub(super) fn glob(pattern: &str, text: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
     let (mut pi, mut ti) = (0, 0);
@@ -275,9 +287,9 @@ fn request_id(parts: &[&str]) -> String {
 }
 
 impl Cpo {
-    /// The role does not exist: the CPO has no credentials at all.
-    pub(super) fn is_missing(&self) -> bool {
-        matches!(*self.identity, Identity::Missing)
+    /// The role cannot be assumed: the CPO has no credentials at all.
+    pub(super) fn cannot_assume(&self) -> bool {
+        matches!(*self.identity, Identity::Unassumable(_))
     }
 
     /// The CPO's call: refused as AWS would refuse it when the role may not make it,
@@ -321,14 +333,17 @@ impl Cpo {
                     ..error.clone()
                 })
             }
-            Identity::Missing => {
+            Identity::Unassumable(refusal) => {
                 return Err(AwsError {
                     service,
                     operation,
                     code: "WebIdentityErr".into(),
                     message: format!(
-                        "failed to retrieve credentials, operation error STS: AssumeRoleWithWebIdentity, https response error StatusCode: 403, RequestID: {}, api error AccessDenied: Not authorized to perform sts:AssumeRoleWithWebIdentity",
-                        request_id(&["sts", &self.role_arn])
+                        "failed to retrieve credentials, operation error STS: AssumeRoleWithWebIdentity, https response error StatusCode: {}, RequestID: {}, api error {}: {}",
+                        refusal.status,
+                        request_id(&["sts", &self.role_arn, refusal.code]),
+                        refusal.code,
+                        refusal.message
                     ),
                     answer: None,
                     identity: true,
@@ -445,7 +460,7 @@ mod tests {
             "UnauthorizedOperation"
         );
         let missing = Cpo {
-            identity: Arc::new(Identity::Missing),
+            identity: Arc::new(Identity::Unassumable(Refusal::not_authorized())),
             ..cpo
         };
         let error = missing

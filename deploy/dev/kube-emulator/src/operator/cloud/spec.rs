@@ -59,6 +59,8 @@ pub(super) struct Cluster {
     /// control-plane component reads it.
     pub(super) resource_tags: Vec<(String, String)>,
     pub(super) cpo_role_arn: String,
+    /// `spec.issuerURL`: the issuer of the CPO's service-account token.
+    pub(super) issuer_url: String,
     pub(super) additional_principals: Vec<String>,
     /// The APIServer's publishing strategy type.
     pub(super) api_server: String,
@@ -192,6 +194,7 @@ impl Cluster {
                 hosted_cluster,
                 "/spec/platform/aws/rolesRef/controlPlaneOperatorARN",
             ),
+            issuer_url: text(hosted_cluster, "/spec/issuerURL"),
             additional_principals: aws
                 .and_then(|a| a.get("additionalAllowedPrincipals"))
                 .and_then(Value::as_array)
