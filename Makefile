@@ -29,6 +29,8 @@ test:
 # I/O crate in their dependency graph (replay-tests replays JSON; it needs none of them).
 IO_CRATES := sqlx|async-nats|aws-sdk|aws-config|kube|hyper|reqwest|tokio
 PURE_CRATES := hcpflow-engine hcpflow-hypershift hcpflow-audit hcpflow-replay-tests
+# The NATS protocol is for any client: none of the server's database, cloud or Kubernetes crates.
+SERVER_CRATES := sqlx|aws-sdk|aws-config|kube|hcpflow-eventstore|hcpflow-aws|hcpflow-kube
 
 lint:
 	cargo fmt --all -- --check
@@ -37,6 +39,9 @@ lint:
 	  found=$$(cargo tree --locked -p $$crate -e normal --prefix none | grep -E '^($(IO_CRATES))[ -]' | sort -u); \
 	  if [ -n "$$found" ]; then echo "$$crate must not depend on I/O crates: $$found"; exit 1; fi; \
 	done; echo "$(PURE_CRATES) are free of I/O crates"
+	@found=$$(cargo tree --locked -p hcpflow-protocol -e normal --prefix none | grep -E '^($(SERVER_CRATES))[ -]' | sort -u); \
+	if [ -n "$$found" ]; then echo "hcpflow-protocol must not depend on the server's crates: $$found"; exit 1; fi; \
+	echo "hcpflow-protocol is free of the server's crates"
 
 fmt:
 	cargo fmt --all

@@ -7,16 +7,16 @@
 //! - [`runtime`]: what they stand on — the journal (append, then dispatch), one step
 //!   in one transaction, the history cache, eager dispatch, NATS deliveries;
 //! - [`api`]: the public NATS API, server side (router, intake, submit);
-//! - [`protocol`]: the message bodies, subjects and the API client (a public contract);
 //! - [`catalog`]: what this server runs — workflow types and activities by type name;
 //! - [`cli`]: the `hcpflow` command, its configuration and the commands that are API
 //!   clients (`cluster`, `workflow`, `audit`, `bench`).
 //!
-//! The offline audit (export format, evidence, replay) is the crate `hcpflow-audit`.
+//! The NATS protocol (subjects, message bodies, the API client; a public contract) is
+//! the crate `hcpflow-protocol`; the offline audit (export format, evidence, replay) is
+//! the crate `hcpflow-audit`.
 
 pub mod api;
 pub mod catalog;
 pub mod cli;
-pub mod protocol;
 pub mod roles;
 pub mod runtime;

@@ -17,10 +17,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::protocol::subjects::Subjects;
-use crate::protocol::wire::{ApiError, ErrorCode};
+use crate::api::views::store_error;
 use crate::runtime::journal::{Journal, Write};
 use hcpflow_engine::Catalog;
+use hcpflow_protocol::subjects::Subjects;
+use hcpflow_protocol::{ApiError, ErrorCode};
 
 /// A start request, as the API and the submit stream take it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -124,7 +125,7 @@ impl Intake {
                 ErrorCode::Conflict,
                 format!("workflow {id} already exists with another type or input"),
             )),
-            Err(other) => Err(other.into()),
+            Err(other) => Err(store_error(other)),
         }
     }
 
@@ -132,7 +133,7 @@ impl Intake {
     /// create again (an idempotent resubmission). Two creates racing past this check
     /// are still serialized by the concurrency key, and the loser's registration fails.
     async fn check_name_is_free(&self, name: &str, id: &WorkflowId) -> Result<(), ApiError> {
-        match self.journal.store.live_cluster(name).await? {
+        match self.journal.store.live_cluster(name).await.map_err(store_error)? {
             Some(live) if &live.create_workflow_id != id => Err(ApiError::new(
                 ErrorCode::Conflict,
                 format!(

@@ -1,6 +1,7 @@
 //! The public NATS API (DESIGN.md §4), server side: the request/reply [`router`], the
 //! durable [`submit`] stream, and [`intake`], where every start — from either, or from
-//! a parent workflow — is validated, sealed and committed.
+//! a parent workflow — is validated, sealed and committed; [`views`]: what the event
+//! store holds, as the replies show it.
 //!
 //! What it guarantees: every request gets exactly one reply; a start is answered only
 //! once it is committed; bad input gets an error naming every problem and records
@@ -9,3 +10,4 @@
 pub mod intake;
 pub mod router;
 pub mod submit;
+pub mod views;

@@ -14,11 +14,10 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{watch, Semaphore};
 
 use crate::api::intake::{Intake, StartRequest};
-use crate::protocol::subjects::StreamRole;
-use crate::protocol::wire::{
-    cluster_view, history_entry, ok_reply, parse_body, workflow_view, ApiError, ErrorCode,
-};
+use crate::api::views::{cluster_view, history_entry, store_error, workflow_view};
 use crate::runtime::journal::Write;
+use hcpflow_protocol::subjects::StreamRole;
+use hcpflow_protocol::{ok_reply, parse_body, ApiError, ErrorCode};
 
 const DEFAULT_PAGE: u32 = 100;
 const MAX_PAGE: u32 = 1000;
@@ -117,7 +116,8 @@ impl Api {
         let summary = self
             .store()
             .get_workflow(&id.unwrap_or_else(placeholder))
-            .await?;
+            .await
+            .map_err(store_error)?;
         Ok(json!({"workflow": workflow_view(&summary)}))
     }
 
@@ -141,7 +141,8 @@ impl Api {
         let page = self
             .store()
             .list_workflows(&filter, limit, cursor.as_deref())
-            .await?;
+            .await
+            .map_err(store_error)?;
         Ok(json!({
             "workflows": page.workflows.iter().map(workflow_view).collect::<Vec<_>>(),
             "cursor": page.cursor,
@@ -159,7 +160,8 @@ impl Api {
         let clusters = self
             .store()
             .list_clusters(name.as_deref(), include_destroyed.unwrap_or(false), limit)
-            .await?;
+            .await
+            .map_err(store_error)?;
         Ok(json!({"clusters": clusters.iter().map(cluster_view).collect::<Vec<_>>()}))
     }
 
@@ -173,7 +175,7 @@ impl Api {
         let id = fields.workflow_id("workflow_id", &mut problems);
         finish(problems)?;
         let id = id.unwrap_or_else(placeholder);
-        let summary = self.store().get_workflow(&id).await?;
+        let summary = self.store().get_workflow(&id).await.map_err(store_error)?;
         let mut reply = match self.store().verify_history(&id).await {
             Ok(verified) => json!({
                 "verified": true,
@@ -185,12 +187,13 @@ impl Api {
                 "first_bad_seq": seq,
                 "reason": reason,
             }),
-            Err(error) => return Err(error.into()),
+            Err(error) => return Err(store_error(error)),
         };
         let database = self
             .store()
             .latest_checkpoint(&id)
-            .await?
+            .await
+            .map_err(store_error)?
             .map(|stored| stored.checkpoint);
         let witness = self.witness_checkpoint(&id).await?;
         let mut hash_at = Map::new();
@@ -201,7 +204,11 @@ impl Api {
             .collect();
         seqs.dedup();
         for seq in seqs {
-            let page = self.store().read_history(&id, seq, 1).await?;
+            let page = self
+                .store()
+                .read_history(&id, seq, 1)
+                .await
+                .map_err(store_error)?;
             if let Some(event) = page.events.first().filter(|e| e.seq == seq) {
                 hash_at.insert(seq.to_string(), json!(event.hash.to_hex()));
             }
@@ -269,8 +276,12 @@ impl Api {
         let id = id.unwrap_or_else(placeholder);
         let from = from.unwrap_or(Seq::FIRST);
         // Distinguish "no such workflow" from "no events from here".
-        self.store().get_workflow(&id).await?;
-        let page = self.store().read_history(&id, from, limit).await?;
+        self.store().get_workflow(&id).await.map_err(store_error)?;
+        let page = self
+            .store()
+            .read_history(&id, from, limit)
+            .await
+            .map_err(store_error)?;
         let mut events = Vec::with_capacity(page.events.len());
         for event in &page.events {
             let mut entry = history_entry(event);
@@ -348,7 +359,8 @@ impl Api {
                     ..Write::default()
                 })
             })
-            .await?;
+            .await
+            .map_err(store_error)?;
         if let (true, Some(status)) = (step.nothing_to_do, ended) {
             return Err(ApiError::new(
                 ErrorCode::Conflict,

@@ -9,8 +9,8 @@ use tokio::sync::watch;
 
 use crate::api::intake::Intake;
 use crate::api::router::{parse_start, Fields};
-use crate::protocol::wire::{parse_body, ApiError, ErrorCode};
 use crate::runtime::nats::Deliveries;
+use hcpflow_protocol::{parse_body, ApiError, ErrorCode};
 
 #[derive(Debug)]
 pub struct Submissions {

@@ -19,10 +19,10 @@ use crate::cli::cluster::{cluster_workflows, OutputArgs, OutputFormat};
 use crate::cli::config::ClientArgs;
 use crate::cli::progress::Progress;
 use crate::cli::timeline::Timeline;
-use crate::protocol::client::ApiClient;
 use hcpflow_audit::evidence::Evidence;
 use hcpflow_audit::file::{self as audit_file, Header, RawEvent};
 use hcpflow_audit::replay::{replay, ReplayReport};
+use hcpflow_protocol::client::ApiClient;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum AuditCommand {

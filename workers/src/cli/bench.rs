@@ -11,8 +11,8 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
-use crate::protocol::subjects::Subjects;
-use crate::runtime::nats::{self, NatsConfig};
+use hcpflow_protocol::subjects::Subjects;
+use hcpflow_protocol::NatsConfig;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
@@ -68,7 +68,7 @@ pub async fn run(
         other => bail!("bench runs noop_chain or noop_fanout, not {other}"),
     };
     let subjects = Subjects::new(prefix)?;
-    let client = nats::connect(nats_config, "hcpflow-bench").await?;
+    let client = hcpflow_protocol::connect(nats_config, "hcpflow-bench").await?;
     let waiters: Waiters = Arc::new(Mutex::new(HashMap::new()));
     let mut events = client.subscribe(subjects.events_all()).await?;
     let router = {

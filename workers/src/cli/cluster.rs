@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::cli::cluster_spec::CreateFlags;
 use crate::cli::follow::{completed, follow, Followed};
 use crate::cli::progress::{seconds, Outcome, Progress};
-use crate::protocol::client::ApiClient;
+use hcpflow_protocol::client::ApiClient;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {

@@ -8,8 +8,8 @@ use crate::cli::bench::{self, BenchArgs};
 use crate::cli::cluster::ClusterCommand;
 use crate::cli::config::{ClientArgs, ConfigArgs};
 use crate::cli::workflow::WorkflowCommand;
-use crate::protocol::client::ApiClient;
 use crate::roles::server::{self, Role};
+use hcpflow_protocol::client::ApiClient;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -1,35 +1,13 @@
 //! Configuration, layered: defaults, then a TOML file (`--config`), then `HCPFLOW_*`
 //! environment variables, then flags. Only the binary reads the environment.
 
-use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use serde::Deserialize;
 
-use crate::runtime::nats::NatsConfig;
-
-/// A value that never shows in logs or `Debug` output.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[redacted]")
-    }
-}
+use hcpflow_protocol::{NatsConfig, Secret};
 
 /// The resolved configuration of a server or worker process.
 #[derive(Debug, Clone)]

@@ -13,7 +13,7 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use crate::cli::progress::{seconds, Progress};
-use crate::protocol::client::ApiClient;
+use hcpflow_protocol::client::ApiClient;
 
 /// How often the spinner turns.
 const TICK: Duration = Duration::from_millis(120);

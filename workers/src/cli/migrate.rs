@@ -2,8 +2,10 @@
 
 use anyhow::Context;
 
-use crate::protocol::subjects::Subjects;
-use crate::runtime::nats::{self, NatsConfig};
+use hcpflow_protocol::subjects::Subjects;
+use hcpflow_protocol::NatsConfig;
+
+use crate::runtime::nats;
 
 /// Applies the migrations with the owner's URL and grants the application role of
 /// `application_url` its rights.
@@ -28,7 +30,7 @@ pub async fn streams(
     max_body_bytes: usize,
 ) -> anyhow::Result<()> {
     let subjects = Subjects::new(prefix)?;
-    let client = nats::connect(config, "hcpflow-migrate").await?;
+    let client = hcpflow_protocol::connect(config, "hcpflow-migrate").await?;
     let js = async_nats::jetstream::new(client);
     nats::ensure_streams(
         &js,

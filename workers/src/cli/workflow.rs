@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use crate::cli::cluster::{OutputArgs, OutputFormat};
 use crate::cli::follow::{completed, follow};
 use crate::cli::progress::step_label;
-use crate::protocol::client::ApiClient;
+use hcpflow_protocol::client::ApiClient;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum WorkflowCommand {

@@ -13,18 +13,16 @@ use hcpflow_engine::event::{
     ActivityCompleted, ActivityFailed, ResourceCreated, ResourceDeleted, ResourceObserved,
 };
 use hcpflow_engine::history::accepts_activity_outcome;
-use hcpflow_engine::{
-    ActivityFailure, IdempotencyKey, Noted, RetryDecision, Seq, Timestamp, WorkflowId,
-};
+use hcpflow_engine::{ActivityFailure, IdempotencyKey, Noted, RetryDecision, Seq, Timestamp};
 use hcpflow_eventstore::{Error as StoreError, LedgerAction, LedgerEntry, NewTimer, TimerKind};
 use tokio::sync::{mpsc, watch, Semaphore};
 
 use crate::catalog::activities::{ActivityInput, ActivityRegistry, Ledger};
-use crate::protocol::wire::ActivityTaskMessage;
 use crate::runtime::eager::{LocalTask, LOCAL_LEASE};
 use crate::runtime::journal::{to_datetime, Journal, Write};
 use crate::runtime::nats::ACK_WAIT;
 use crate::runtime::nats::{serve_tasks, Deliveries};
+use hcpflow_protocol::ActivityTaskMessage;
 
 #[derive(Debug)]
 pub struct ActivityWorker {
@@ -95,7 +93,7 @@ impl ActivityWorker {
         let beat = {
             let journal = self.journal.clone();
             let claimer = claimer.clone();
-            let id = WorkflowId::new(task.workflow_id.clone()).ok();
+            let id = task.workflow_id.clone();
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(LOCAL_LEASE / 3).await;
@@ -113,9 +111,7 @@ impl ActivityWorker {
                             tracing::warn!(outbox_id, %error, "extending a local task's claim failed")
                         }
                     }
-                    if let Some(id) = &id {
-                        let _ = journal.store.touch(id).await;
-                    }
+                    let _ = journal.store.touch(&id).await;
                 }
             })
         };
@@ -125,7 +121,7 @@ impl ActivityWorker {
         match outcome {
             Ok(()) => self.journal.mark_outbox_done(outbox_id),
             Err(error) => {
-                tracing::warn!(workflow_id = %task.workflow_id, seq = task.scheduled_seq, %error, "recording a local activity failed; the relay will publish its task");
+                tracing::warn!(workflow_id = %task.workflow_id, seq = task.scheduled_seq.get(), %error, "recording a local activity failed; the relay will publish its task");
                 if let Err(error) = self
                     .journal
                     .store
@@ -155,7 +151,7 @@ impl ActivityWorker {
         let beat = {
             let message = message.clone();
             let journal = self.journal.clone();
-            let id = WorkflowId::new(task.workflow_id.clone()).ok();
+            let id = task.workflow_id.clone();
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(ACK_WAIT / 3).await;
@@ -166,9 +162,7 @@ impl ActivityWorker {
                     {
                         return;
                     }
-                    if let Some(id) = &id {
-                        let _ = journal.store.touch(id).await;
-                    }
+                    let _ = journal.store.touch(&id).await;
                 }
             })
         };
@@ -179,7 +173,7 @@ impl ActivityWorker {
                 let _ = message.ack().await;
             }
             Err(error) => {
-                tracing::warn!(workflow_id = %task.workflow_id, seq = task.scheduled_seq, %error, "recording the activity failed; NATS will redeliver");
+                tracing::warn!(workflow_id = %task.workflow_id, seq = task.scheduled_seq.get(), %error, "recording the activity failed; NATS will redeliver");
                 let _ = message
                     .ack_with(async_nats::jetstream::AckKind::Nak(Some(
                         Duration::from_secs(1),
@@ -192,13 +186,8 @@ impl ActivityWorker {
     /// Whether the history still waits for this attempt's outcome. When the history
     /// cannot be read, the attempt runs (recording it is checked again).
     async fn still_wanted(&self, task: &ActivityTaskMessage) -> bool {
-        let (Ok(id), Ok(seq)) = (
-            WorkflowId::new(task.workflow_id.clone()),
-            Seq::new(task.scheduled_seq),
-        ) else {
-            return true;
-        };
-        match self.journal.load(&id).await {
+        let (id, seq) = (&task.workflow_id, task.scheduled_seq);
+        match self.journal.load(id).await {
             Ok(history) => accepts_activity_outcome(&history, seq, task.attempt),
             Err(StoreError::NotFound(_)) => false,
             Err(_) => true,
@@ -209,13 +198,7 @@ impl ActivityWorker {
     /// attempt is dropped. With the workflow role in this process, the workflow's next
     /// commands are appended in the same transaction.
     pub async fn attempt(&self, task: &ActivityTaskMessage) -> anyhow::Result<()> {
-        let (Ok(id), Ok(seq)) = (
-            WorkflowId::new(task.workflow_id.clone()),
-            Seq::new(task.scheduled_seq),
-        ) else {
-            tracing::error!(workflow_id = %task.workflow_id, seq = task.scheduled_seq, "activity task with an invalid id or seq dropped");
-            return Ok(());
-        };
+        let (id, seq) = (task.workflow_id.clone(), task.scheduled_seq);
         let ledger = Ledger::default();
         let input = ActivityInput {
             workflow_id: id.clone(),

@@ -23,7 +23,6 @@ use crate::catalog;
 use crate::catalog::registry as registry_activities;
 use crate::cli::config::Config;
 use crate::cli::migrate;
-use crate::protocol::subjects::{StreamRole, Subjects};
 use crate::roles::activity_worker::ActivityWorker;
 use crate::roles::checkpointer::Checkpointer;
 use crate::roles::relay::Relay;
@@ -34,6 +33,7 @@ use crate::runtime::eager::EagerDispatch;
 use crate::runtime::journal::Journal;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::nats::{self, durable_consumer};
+use hcpflow_protocol::subjects::{StreamRole, Subjects};
 
 /// What a process does. `hcpflow server` runs them all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -124,7 +124,7 @@ pub async fn run(
     let store = EventStore::connect(config.database_url.expose(), pool_size)
         .await
         .context("connecting to Postgres")?;
-    let client = nats::connect(&config.nats, "hcpflow").await?;
+    let client = hcpflow_protocol::connect(&config.nats, "hcpflow").await?;
     let js = jetstream::new(client.clone());
     nats::ensure_streams(
         &js,

@@ -14,8 +14,8 @@ use hcpflow_eventstore::{Error as StoreError, WorkflowFilter};
 use tokio::sync::watch;
 
 use crate::api::intake::child_start_message;
-use crate::protocol::wire::ActivityTaskMessage;
 use crate::runtime::journal::Journal;
+use hcpflow_protocol::ActivityTaskMessage;
 
 #[derive(Debug)]
 pub struct Sweeper {
@@ -136,8 +136,8 @@ impl Sweeper {
         }
         for activity in work.activities.iter().filter(|a| a.not_before.is_none()) {
             messages.push(self.journal.activity_message(&ActivityTaskMessage {
-                workflow_id: id.to_string(),
-                scheduled_seq: activity.scheduled_seq.get(),
+                workflow_id: id.clone(),
+                scheduled_seq: activity.scheduled_seq,
                 attempt: activity.attempt,
                 activity_type: activity.activity_type.clone(),
                 input: activity.input.clone(),

@@ -15,9 +15,9 @@ use hcpflow_engine::{Seq, WorkflowError, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::Error as StoreError;
 use tokio::sync::watch;
 
-use crate::protocol::wire::WorkflowTask;
 use crate::runtime::journal::{Journal, Write};
 use crate::runtime::nats::{serve_tasks, Deliveries};
+use hcpflow_protocol::WorkflowTask;
 
 #[derive(Debug)]
 pub struct WorkflowWorker {
@@ -57,11 +57,7 @@ impl WorkflowWorker {
     }
 
     async fn handle(&self, message: async_nats::jetstream::Message, task: WorkflowTask) {
-        let Ok(id) = WorkflowId::new(task.workflow_id.clone()) else {
-            tracing::error!(workflow_id = %task.workflow_id, "workflow task with an invalid id dropped");
-            let _ = message.ack().await;
-            return;
-        };
+        let id = task.workflow_id;
         if !self.enter(&id) {
             // Being processed here right now: one more pass will follow.
             let _ = message.ack().await;
@@ -133,7 +129,7 @@ impl WorkflowWorker {
     pub async fn process(
         &self,
         id: &WorkflowId,
-        child: Option<&crate::protocol::wire::ChildDone>,
+        child: Option<&hcpflow_protocol::ChildDone>,
     ) -> anyhow::Result<()> {
         let started = Instant::now();
         let child_outcome = match child {
@@ -198,14 +194,9 @@ impl WorkflowWorker {
     /// A finished child's outcome, read from its history.
     async fn child_outcome(
         &self,
-        done: &crate::protocol::wire::ChildDone,
+        done: &hcpflow_protocol::ChildDone,
     ) -> anyhow::Result<Option<(Seq, WorkflowId, Result<serde_json::Value, WorkflowError>)>> {
-        let (Ok(started_seq), Ok(child_id)) = (
-            Seq::new(done.started_seq),
-            WorkflowId::new(done.child_id.clone()),
-        ) else {
-            return Ok(None);
-        };
+        let (started_seq, child_id) = (done.started_seq, done.child_id.clone());
         let history = match self.journal.load(&child_id).await {
             Ok(history) => history,
             Err(StoreError::NotFound(_)) => return Ok(None),

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
-use crate::protocol::wire::ActivityTaskMessage;
+use hcpflow_protocol::ActivityTaskMessage;
 
 /// How long a local run holds its outbox row without extending the lease (it extends it
 /// every third of this): how long a crashed process's eager task waits for the relay.

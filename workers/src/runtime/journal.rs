@@ -20,12 +20,12 @@ use hcpflow_eventstore::{
 };
 use serde_json::Value;
 
-use crate::protocol::subjects::Subjects;
-use crate::protocol::wire::{ActivityTaskMessage, ChildDone, WorkflowTask};
 use crate::runtime::eager::{EagerDispatch, LocalTask, Reserved, LOCAL_LEASE};
 use crate::runtime::history_cache::HistoryCache;
 use crate::runtime::metrics::Metrics;
 use hcpflow_engine::Catalog;
+use hcpflow_protocol::subjects::Subjects;
+use hcpflow_protocol::{ActivityTaskMessage, ChildDone, WorkflowTask};
 
 /// How many workflows' histories a process keeps decoded between steps.
 const HISTORY_CACHE_CAPACITY: usize = 4096;
@@ -388,7 +388,7 @@ impl Journal {
         self.workflow_task_message(
             format!("wt-{id}-{trigger}"),
             WorkflowTask {
-                workflow_id: id.to_string(),
+                workflow_id: id.clone(),
                 child: None,
             },
         )
@@ -404,10 +404,10 @@ impl Journal {
         self.workflow_task_message(
             format!("wt-{parent}-child-{started_seq}"),
             WorkflowTask {
-                workflow_id: parent.to_string(),
+                workflow_id: parent.clone(),
                 child: Some(ChildDone {
-                    child_id: child.to_string(),
-                    started_seq: started_seq.get(),
+                    child_id: child.clone(),
+                    started_seq,
                 }),
             },
         )
@@ -439,8 +439,8 @@ impl Journal {
         scheduled: &ActivityScheduled,
     ) -> ActivityTaskMessage {
         ActivityTaskMessage {
-            workflow_id: id.to_string(),
-            scheduled_seq: seq.get(),
+            workflow_id: id.clone(),
+            scheduled_seq: seq,
             attempt,
             activity_type: scheduled.activity_type.clone(),
             input: scheduled.input.clone(),

@@ -1,72 +1,16 @@
 //! Connecting to NATS, and creating the streams and consumers (idempotently).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use async_nats::jetstream::{self, consumer, stream};
 
-use crate::cli::config::Secret;
-use crate::protocol::subjects::{StreamRole, Subjects};
-
-#[derive(Debug, Clone)]
-pub struct NatsConfig {
-    pub url: String,
-    pub user: Option<String>,
-    pub password: Option<Secret>,
-    pub token: Option<Secret>,
-    /// Connect over TLS, trusting this CA.
-    pub ca_file: Option<PathBuf>,
-}
+use hcpflow_protocol::subjects::{StreamRole, Subjects};
 
 /// How long a worker may hold a task without a heartbeat before NATS redelivers it.
 pub const ACK_WAIT: Duration = Duration::from_secs(30);
 /// How long a `Nats-Msg-Id` is remembered on the task stream.
 pub const TASK_DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
-
-/// Connects, retrying for up to 30 s while NATS is unreachable (it may be starting);
-/// refused credentials or an untrusted certificate fail at once, with the reason.
-/// Once connected, the client reconnects by itself.
-pub async fn connect(config: &NatsConfig, name: &str) -> anyhow::Result<async_nats::Client> {
-    use async_nats::ConnectErrorKind;
-
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let mut options = async_nats::ConnectOptions::new()
-            .name(name)
-            .connection_timeout(Duration::from_secs(5));
-        if let (Some(user), Some(password)) = (&config.user, &config.password) {
-            options = options.user_and_password(user.clone(), password.expose().to_owned());
-        }
-        if let Some(token) = &config.token {
-            options = options.token(token.expose().to_owned());
-        }
-        if let Some(ca) = &config.ca_file {
-            options = options.add_root_certificates(ca.clone()).require_tls(true);
-        }
-        let error = match options.connect(config.url.as_str()).await {
-            Ok(client) => return Ok(client),
-            Err(error) => error,
-        };
-        let permanent = match error.kind() {
-            ConnectErrorKind::Authentication | ConnectErrorKind::AuthorizationViolation => {
-                Some("NATS refused the credentials (HCPFLOW_NATS_USER/PASSWORD or TOKEN)")
-            }
-            ConnectErrorKind::Tls => Some(
-                "TLS with NATS failed (is the server's certificate signed by HCPFLOW_NATS_CA_FILE?)",
-            ),
-            _ => None,
-        };
-        if let Some(reason) = permanent {
-            bail!("connecting to NATS at {}: {reason}: {error}", config.url);
-        }
-        if tokio::time::Instant::now() >= deadline {
-            bail!("connecting to NATS at {} for 30 s: {error}", config.url);
-        }
-        tracing::warn!(url = %config.url, %error, "NATS not reachable yet; retrying");
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
 
 /// Creates the streams of DESIGN.md §4 if missing; returns nothing but errors.
 ///

@@ -311,7 +311,7 @@ impl Server {
     /// left after its grace period).
     pub(crate) async fn events_on_stream(&self, workflow_id: &str, expected: usize) -> Vec<u64> {
         use futures::StreamExt;
-        use hcpflow_workers::protocol::subjects::{StreamRole, Subjects};
+        use hcpflow_protocol::subjects::{StreamRole, Subjects};
 
         let subjects = Subjects::new(&self.prefix).unwrap();
         let js = async_nats::jetstream::new(self.client.clone());

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::protocol::subjects::Subjects;
-use crate::protocol::wire::{ApiError, ErrorCode};
-use crate::runtime::nats::{self, NatsConfig};
+use crate::connection::{connect, NatsConfig};
+use crate::error::{ApiError, ErrorCode};
+use crate::subjects::Subjects;
 
 /// How long one request may wait for its reply.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -36,7 +36,7 @@ pub struct ApiClient {
 impl ApiClient {
     pub async fn connect(config: &NatsConfig, prefix: &str) -> anyhow::Result<Self> {
         let subjects = Subjects::new(prefix)?;
-        let client = nats::connect(config, "hcpflow-cli").await?;
+        let client = connect(config, "hcpflow-cli").await?;
         Ok(Self { client, subjects })
     }
 

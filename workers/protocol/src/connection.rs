@@ -1,0 +1,84 @@
+//! Connecting to NATS, as a server process or a client: credentials, TLS, and retrying
+//! while NATS is starting.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::bail;
+use serde::Deserialize;
+
+/// A value that never shows in logs or `Debug` output.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NatsConfig {
+    pub url: String,
+    pub user: Option<String>,
+    pub password: Option<Secret>,
+    pub token: Option<Secret>,
+    /// Connect over TLS, trusting this CA.
+    pub ca_file: Option<PathBuf>,
+}
+
+/// Connects, retrying for up to 30 s while NATS is unreachable (it may be starting);
+/// refused credentials or an untrusted certificate fail at once, with the reason.
+/// Once connected, the client reconnects by itself.
+pub async fn connect(config: &NatsConfig, name: &str) -> anyhow::Result<async_nats::Client> {
+    use async_nats::ConnectErrorKind;
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut options = async_nats::ConnectOptions::new()
+            .name(name)
+            .connection_timeout(Duration::from_secs(5));
+        if let (Some(user), Some(password)) = (&config.user, &config.password) {
+            options = options.user_and_password(user.clone(), password.expose().to_owned());
+        }
+        if let Some(token) = &config.token {
+            options = options.token(token.expose().to_owned());
+        }
+        if let Some(ca) = &config.ca_file {
+            options = options.add_root_certificates(ca.clone()).require_tls(true);
+        }
+        let error = match options.connect(config.url.as_str()).await {
+            Ok(client) => return Ok(client),
+            Err(error) => error,
+        };
+        let permanent = match error.kind() {
+            ConnectErrorKind::Authentication | ConnectErrorKind::AuthorizationViolation => {
+                Some("NATS refused the credentials (HCPFLOW_NATS_USER/PASSWORD or TOKEN)")
+            }
+            ConnectErrorKind::Tls => Some(
+                "TLS with NATS failed (is the server's certificate signed by HCPFLOW_NATS_CA_FILE?)",
+            ),
+            _ => None,
+        };
+        if let Some(reason) = permanent {
+            bail!("connecting to NATS at {}: {reason}: {error}", config.url);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            bail!("connecting to NATS at {} for 30 s: {error}", config.url);
+        }
+        tracing::warn!(url = %config.url, %error, "NATS not reachable yet; retrying");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}

@@ -1,0 +1,98 @@
+//! The API's replies: `{"ok": true, ...}`, or `{"ok": false, "error": {"code",
+//! "message"}}` with one of the codes of DESIGN.md §4; and the checks every request
+//! body passes first.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// The error codes of DESIGN.md §4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    InvalidJson,
+    InvalidRequest,
+    UnknownWorkflowType,
+    TooLarge,
+    Conflict,
+    NotFound,
+    Unavailable,
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidJson => "invalid_json",
+            Self::InvalidRequest => "invalid_request",
+            Self::UnknownWorkflowType => "unknown_workflow_type",
+            Self::TooLarge => "too_large",
+            Self::Conflict => "conflict",
+            Self::NotFound => "not_found",
+            Self::Unavailable => "unavailable",
+            Self::Internal => "internal",
+        }
+    }
+}
+
+/// An API error: a code and a message naming what was wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {message}", code.as_str())]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidRequest, message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Internal, message)
+    }
+
+    /// `{"ok": false, "error": {"code", "message"}}`.
+    pub fn to_reply(&self) -> Value {
+        json!({"ok": false, "error": {"code": self.code.as_str(), "message": self.message}})
+    }
+}
+
+/// `{"ok": true, ...fields}`.
+pub fn ok_reply(fields: Value) -> Value {
+    let mut reply = serde_json::Map::new();
+    reply.insert("ok".into(), Value::Bool(true));
+    if let Value::Object(map) = fields {
+        reply.extend(map);
+    }
+    Value::Object(reply)
+}
+
+/// A request body: at most `max_bytes`, JSON, an object — or the error that says which.
+pub fn parse_body(
+    body: &[u8],
+    max_bytes: usize,
+) -> Result<serde_json::Map<String, Value>, ApiError> {
+    if body.len() > max_bytes {
+        return Err(ApiError::new(
+            ErrorCode::TooLarge,
+            format!("the body is {} bytes; the limit is {max_bytes}", body.len()),
+        ));
+    }
+    let value: Value = serde_json::from_slice(body).map_err(|error| {
+        ApiError::new(
+            ErrorCode::InvalidJson,
+            format!("the body is not JSON: {error}"),
+        )
+    })?;
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => Err(ApiError::invalid("the body must be a JSON object")),
+    }
+}
