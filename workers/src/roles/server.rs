@@ -20,6 +20,7 @@ use crate::api::intake::Intake;
 use crate::api::router::Api;
 use crate::api::submit::Submissions;
 use crate::catalog;
+use crate::catalog::activities::ActivityRegistry;
 use crate::catalog::registry as registry_activities;
 use crate::cli::config::Config;
 use crate::cli::migrate;
@@ -113,224 +114,294 @@ pub async fn run(
     roles: &[Role],
     shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
-    let subjects = Subjects::new(&config.prefix)?;
-    if let Some(admin) = &config.database_admin_url {
-        migrate::database(admin.expose(), Some(config.database_url.expose())).await?;
-    }
-    let pool_size =
-        u32::try_from(config.workflow_concurrency + config.activity_concurrency / 2 + 8)
-            .unwrap_or(64)
-            .min(96);
-    let store = EventStore::connect(config.database_url.expose(), pool_size)
-        .await
-        .context("connecting to Postgres")?;
-    let client = hcpflow_protocol::connect(&config.nats, "hcpflow").await?;
-    let js = jetstream::new(client.clone());
-    nats::ensure_streams(
-        &js,
-        &subjects,
-        i32::try_from(config.max_body_bytes * 2).unwrap_or(i32::MAX),
-    )
-    .await?;
-
-    let metrics = Arc::new(Metrics::default());
-    let keyring = match &config.seal_key {
-        Some(key) => Some(Arc::new(
-            Keyring::parse(key.expose()).context("HCPFLOW_SEAL_KEY")?,
-        )),
-        None => None,
-    };
-    let audit_key = match &config.audit_signing_key {
-        Some(key) => Some(Arc::new(
-            AuditSigningKey::from_text(key.expose()).context("HCPFLOW_AUDIT_SIGNING_KEY")?,
-        )),
-        None => None,
-    };
-    // AWS clients only where activities run; loading them reads no credentials yet.
-    let (aws, kube) = if roles.contains(&Role::Activity) {
-        let aws = Arc::new(AwsActivities {
-            clients: AwsClients::connect(&config.aws).await,
-            keyring: keyring.clone(),
-        });
-        (
-            Some(aws),
-            connect_kube(&config.kube, keyring.clone()).await?,
-        )
-    } else {
-        (None, None)
-    };
-    let (catalog, mut activities) = catalog::build(aws, kube)?;
-    registry_activities::register_all(&mut activities, Arc::new(store.clone()));
-    let catalog = catalog.shared();
-    // Steps run workflow code in-line only where this process has the workflow role.
-    let runs_workflows = roles.contains(&Role::Workflow);
-    let journal = Arc::new(Journal::new(
-        store,
-        js.clone(),
-        subjects.clone(),
-        metrics.clone(),
-        runs_workflows.then(|| catalog.clone()),
-    ));
-    let intake = Arc::new(Intake {
-        journal: journal.clone(),
-        catalog: catalog.clone(),
-        keyring,
-    });
-    let name = format!("{}-{}", hostname(), std::process::id());
-
-    let mut tasks: JoinSet<(String, anyhow::Result<()>)> = JoinSet::new();
-    let mut spawn = |label: String,
-                     task: std::pin::Pin<
-        Box<dyn std::future::Future<Output = anyhow::Result<()>> + Send>,
-    >| {
-        tasks.spawn(async move { (label, task.await) });
-    };
+    let process = Process::connect(config, roles, shutdown).await?;
+    let mut running = Running::default();
     for role in roles {
-        match role {
-            Role::Api => {
-                let api = Arc::new(Api {
-                    intake: intake.clone(),
-                    client: client.clone(),
-                    max_body_bytes: config.max_body_bytes,
-                    audit_public_key: audit_key.as_ref().map(|k| *k.public_key()),
-                });
-                spawn("api".into(), Box::pin(api.run(shutdown.clone())));
-                let consumer = durable_consumer(
-                    &js,
-                    &subjects.stream(StreamRole::Submit),
-                    "intake",
-                    subjects.submit_start(),
-                )
-                .await?;
-                let submissions = Submissions {
-                    intake: intake.clone(),
-                    max_body_bytes: config.max_body_bytes,
-                };
-                spawn(
-                    "submit".into(),
-                    Box::pin(submissions.run(consumer, shutdown.clone())),
-                );
-            }
-            Role::Workflow => {
-                let consumer = durable_consumer(
-                    &js,
-                    &subjects.stream(StreamRole::Tasks),
-                    "workflow",
-                    subjects.workflow_tasks(),
-                )
-                .await?;
-                let worker = WorkflowWorker::new(journal.clone(), config.workflow_concurrency);
-                spawn(
-                    "workflow".into(),
-                    Box::pin(worker.run(consumer, shutdown.clone())),
-                );
-                let sweeper = Sweeper {
-                    journal: journal.clone(),
-                    idle: Duration::from_secs(60),
-                    every: Duration::from_secs(15),
-                };
-                spawn("sweeper".into(), Box::pin(sweeper.run(shutdown.clone())));
-            }
-            Role::Activity => {
-                let activities = Arc::new(activities.clone());
-                let mut eager = EagerDispatch::new(format!("eager-{name}"));
-                for queue in &config.task_queues {
-                    let consumer = durable_consumer(
-                        &js,
-                        &subjects.stream(StreamRole::Tasks),
-                        &format!("activity-{queue}"),
-                        subjects.activity_tasks(queue),
-                    )
-                    .await?;
-                    let slots = Arc::new(Semaphore::new(config.activity_concurrency));
-                    let local = eager.serve(queue, slots.clone());
-                    let worker = Arc::new(ActivityWorker {
-                        journal: journal.clone(),
-                        activities: activities.clone(),
-                        concurrency: config.activity_concurrency,
-                        slots,
-                    });
-                    spawn(
-                        format!("activity-{queue}"),
-                        Box::pin(worker.run(consumer, local, shutdown.clone())),
-                    );
-                }
-                journal.enable_eager_dispatch(eager);
-            }
-            Role::Relay => {
-                let relay = Relay {
-                    journal: journal.clone(),
-                    name: format!("relay-{name}"),
-                };
-                spawn("relay".into(), Box::pin(relay.run(shutdown.clone())));
-                match &audit_key {
-                    Some(key) => {
-                        let checkpointer = Checkpointer {
-                            journal: journal.clone(),
-                            key: key.clone(),
-                            name: format!("checkpointer-{name}"),
-                            live_every: config.checkpoint_every,
-                        };
-                        spawn(
-                            "checkpointer".into(),
-                            Box::pin(checkpointer.run(shutdown.clone())),
-                        );
-                    }
-                    None => tracing::warn!(
-                        "no audit signing key (HCPFLOW_AUDIT_SIGNING_KEY): histories are hash-chained but not signed"
-                    ),
-                }
-            }
-            Role::Timer => {
-                let timers = TimerService {
-                    journal: journal.clone(),
-                    name: format!("timer-{name}"),
-                };
-                spawn("timer".into(), Box::pin(timers.run(shutdown.clone())));
-            }
-        }
+        process.start(*role, &mut running).await?;
     }
-    spawn(
-        "published-marks".into(),
-        Box::pin(journal.clone().mark_published_until(shutdown.clone())),
+    running.spawn(
+        "published-marks",
+        process
+            .journal
+            .clone()
+            .mark_published_until(process.shutdown.clone()),
     );
-    if let Some(addr) = config.metrics_addr {
-        spawn(
-            "metrics".into(),
-            Box::pin(crate::runtime::metrics::serve(
+    if let Some(addr) = process.config.metrics_addr {
+        running.spawn(
+            "metrics",
+            crate::runtime::metrics::serve(
                 addr,
-                metrics.clone(),
-                shutdown.clone(),
-            )),
+                process.journal.metrics.clone(),
+                process.shutdown.clone(),
+            ),
         );
     }
     let labels: Vec<String> = roles.iter().map(Role::to_string).collect();
-    tracing::info!(roles = labels.join(","), prefix = subjects.prefix(), nats = %config.nats.url, "hcpflow running");
+    tracing::info!(roles = labels.join(","), prefix = process.subjects.prefix(), nats = %process.config.nats.url, "hcpflow running");
 
-    let mut failure = None;
-    while let Some(joined) = tasks.join_next().await {
-        match joined {
-            Ok((label, Ok(()))) => tracing::debug!(label, "stopped"),
-            Ok((label, Err(error))) => {
-                tracing::error!(label, %error, "a role failed; shutting down");
-                failure.get_or_insert(anyhow::anyhow!("{label}: {error:#}"));
-                tasks.abort_all();
-            }
-            Err(error) if error.is_cancelled() => {}
-            Err(error) => {
-                failure.get_or_insert(anyhow::anyhow!("a role panicked: {error}"));
-                tasks.abort_all();
-            }
-        }
-    }
-    journal.flush_published().await;
-    let _ = client.flush().await;
+    let failure = running.until_stopped().await;
+    process.journal.flush_published().await;
+    let _ = process.client.flush().await;
     match failure {
         Some(error) => Err(error),
         None => {
             tracing::info!("hcpflow stopped");
             Ok(())
         }
+    }
+}
+
+/// What every role of a process shares: the connections, the journal, intake and the
+/// activities this process serves.
+struct Process {
+    config: Config,
+    subjects: Subjects,
+    client: async_nats::Client,
+    js: jetstream::Context,
+    journal: Arc<Journal>,
+    intake: Arc<Intake>,
+    activities: ActivityRegistry,
+    audit_key: Option<Arc<AuditSigningKey>>,
+    /// `<host>-<pid>`: names this process's claims and leases.
+    name: String,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl Process {
+    /// Migrates (with an admin URL), connects to Postgres and NATS, ensures the streams,
+    /// and builds the catalog — the AWS and Kubernetes clients only where activities run.
+    async fn connect(
+        config: Config,
+        roles: &[Role],
+        shutdown: watch::Receiver<bool>,
+    ) -> anyhow::Result<Self> {
+        let subjects = Subjects::new(&config.prefix)?;
+        if let Some(admin) = &config.database_admin_url {
+            migrate::database(admin.expose(), Some(config.database_url.expose())).await?;
+        }
+        let pool_size =
+            u32::try_from(config.workflow_concurrency + config.activity_concurrency / 2 + 8)
+                .unwrap_or(64)
+                .min(96);
+        let store = EventStore::connect(config.database_url.expose(), pool_size)
+            .await
+            .context("connecting to Postgres")?;
+        let client = hcpflow_protocol::connect(&config.nats, "hcpflow").await?;
+        let js = jetstream::new(client.clone());
+        nats::ensure_streams(
+            &js,
+            &subjects,
+            i32::try_from(config.max_body_bytes * 2).unwrap_or(i32::MAX),
+        )
+        .await?;
+        let keyring = match &config.seal_key {
+            Some(key) => Some(Arc::new(
+                Keyring::parse(key.expose()).context("HCPFLOW_SEAL_KEY")?,
+            )),
+            None => None,
+        };
+        let audit_key = match &config.audit_signing_key {
+            Some(key) => Some(Arc::new(
+                AuditSigningKey::from_text(key.expose()).context("HCPFLOW_AUDIT_SIGNING_KEY")?,
+            )),
+            None => None,
+        };
+        // AWS clients only where activities run; loading them reads no credentials yet.
+        let (aws, kube) = if roles.contains(&Role::Activity) {
+            let aws = Arc::new(AwsActivities {
+                clients: AwsClients::connect(&config.aws).await,
+                keyring: keyring.clone(),
+            });
+            (
+                Some(aws),
+                connect_kube(&config.kube, keyring.clone()).await?,
+            )
+        } else {
+            (None, None)
+        };
+        let (catalog, mut activities) = catalog::build(aws, kube)?;
+        registry_activities::register_all(&mut activities, Arc::new(store.clone()));
+        let catalog = catalog.shared();
+        // Steps run workflow code in-line only where this process has the workflow role.
+        let runs_workflows = roles.contains(&Role::Workflow);
+        let journal = Arc::new(Journal::new(
+            store,
+            js.clone(),
+            subjects.clone(),
+            Arc::new(Metrics::default()),
+            runs_workflows.then(|| catalog.clone()),
+        ));
+        let intake = Arc::new(Intake {
+            journal: journal.clone(),
+            catalog,
+            keyring,
+        });
+        Ok(Self {
+            name: format!("{}-{}", hostname(), std::process::id()),
+            config,
+            subjects,
+            client,
+            js,
+            journal,
+            intake,
+            activities,
+            audit_key,
+            shutdown,
+        })
+    }
+
+    async fn start(&self, role: Role, running: &mut Running) -> anyhow::Result<()> {
+        match role {
+            Role::Api => self.start_api(running).await,
+            Role::Workflow => self.start_workflow(running).await,
+            Role::Activity => self.start_activity(running).await,
+            Role::Relay => {
+                self.start_relay(running);
+                Ok(())
+            }
+            Role::Timer => {
+                let timers = TimerService {
+                    journal: self.journal.clone(),
+                    name: format!("timer-{}", self.name),
+                };
+                running.spawn("timer", timers.run(self.shutdown.clone()));
+                Ok(())
+            }
+        }
+    }
+
+    /// The request/reply API and the submit stream's consumer.
+    async fn start_api(&self, running: &mut Running) -> anyhow::Result<()> {
+        let api = Arc::new(Api {
+            intake: self.intake.clone(),
+            client: self.client.clone(),
+            max_body_bytes: self.config.max_body_bytes,
+            audit_public_key: self.audit_key.as_ref().map(|k| *k.public_key()),
+        });
+        running.spawn("api", api.run(self.shutdown.clone()));
+        let consumer = durable_consumer(
+            &self.js,
+            &self.subjects.stream(StreamRole::Submit),
+            "intake",
+            self.subjects.submit_start(),
+        )
+        .await?;
+        let submissions = Submissions {
+            intake: self.intake.clone(),
+            max_body_bytes: self.config.max_body_bytes,
+        };
+        running.spawn("submit", submissions.run(consumer, self.shutdown.clone()));
+        Ok(())
+    }
+
+    /// The workflow worker and the sweeper.
+    async fn start_workflow(&self, running: &mut Running) -> anyhow::Result<()> {
+        let consumer = durable_consumer(
+            &self.js,
+            &self.subjects.stream(StreamRole::Tasks),
+            "workflow",
+            self.subjects.workflow_tasks(),
+        )
+        .await?;
+        let worker = WorkflowWorker::new(self.journal.clone(), self.config.workflow_concurrency);
+        running.spawn("workflow", worker.run(consumer, self.shutdown.clone()));
+        let sweeper = Sweeper {
+            journal: self.journal.clone(),
+            idle: Duration::from_secs(60),
+            every: Duration::from_secs(15),
+        };
+        running.spawn("sweeper", sweeper.run(self.shutdown.clone()));
+        Ok(())
+    }
+
+    /// One activity worker per task queue, each with its slots, and eager dispatch to
+    /// them from this process's steps.
+    async fn start_activity(&self, running: &mut Running) -> anyhow::Result<()> {
+        let activities = Arc::new(self.activities.clone());
+        let mut eager = EagerDispatch::new(format!("eager-{}", self.name));
+        for queue in &self.config.task_queues {
+            let consumer = durable_consumer(
+                &self.js,
+                &self.subjects.stream(StreamRole::Tasks),
+                &format!("activity-{queue}"),
+                self.subjects.activity_tasks(queue),
+            )
+            .await?;
+            let slots = Arc::new(Semaphore::new(self.config.activity_concurrency));
+            let local = eager.serve(queue, slots.clone());
+            let worker = Arc::new(ActivityWorker {
+                journal: self.journal.clone(),
+                activities: activities.clone(),
+                concurrency: self.config.activity_concurrency,
+                slots,
+            });
+            running.spawn(
+                format!("activity-{queue}"),
+                worker.run(consumer, local, self.shutdown.clone()),
+            );
+        }
+        self.journal.enable_eager_dispatch(eager);
+        Ok(())
+    }
+
+    /// The outbox relay, and the checkpointer when there is an audit key.
+    fn start_relay(&self, running: &mut Running) {
+        let relay = Relay {
+            journal: self.journal.clone(),
+            name: format!("relay-{}", self.name),
+        };
+        running.spawn("relay", relay.run(self.shutdown.clone()));
+        match &self.audit_key {
+            Some(key) => {
+                let checkpointer = Checkpointer {
+                    journal: self.journal.clone(),
+                    key: key.clone(),
+                    name: format!("checkpointer-{}", self.name),
+                    live_every: self.config.checkpoint_every,
+                };
+                running.spawn("checkpointer", checkpointer.run(self.shutdown.clone()));
+            }
+            None => tracing::warn!(
+                "no audit signing key (HCPFLOW_AUDIT_SIGNING_KEY): histories are hash-chained but not signed"
+            ),
+        }
+    }
+}
+
+/// The running roles of a process, each a task with its label.
+#[derive(Default)]
+struct Running(JoinSet<(String, anyhow::Result<()>)>);
+
+impl Running {
+    fn spawn(
+        &mut self,
+        label: impl Into<String>,
+        task: impl std::future::Future<Output = anyhow::Result<()>> + Send + 'static,
+    ) {
+        let label = label.into();
+        self.0.spawn(async move { (label, task.await) });
+    }
+
+    /// Waits until every role stopped; the first failure (or panic) stops the others
+    /// and is returned.
+    async fn until_stopped(mut self) -> Option<anyhow::Error> {
+        let mut failure = None;
+        while let Some(joined) = self.0.join_next().await {
+            match joined {
+                Ok((label, Ok(()))) => tracing::debug!(label, "stopped"),
+                Ok((label, Err(error))) => {
+                    tracing::error!(label, %error, "a role failed; shutting down");
+                    failure.get_or_insert(anyhow::anyhow!("{label}: {error:#}"));
+                    self.0.abort_all();
+                }
+                Err(error) if error.is_cancelled() => {}
+                Err(error) => {
+                    failure.get_or_insert(anyhow::anyhow!("a role panicked: {error}"));
+                    self.0.abort_all();
+                }
+            }
+        }
+        failure
     }
 }
 
