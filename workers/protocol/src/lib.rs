@@ -4,6 +4,7 @@
 //!
 //! - [`subjects`]: every subject and stream name, from one prefix;
 //! - [`error`]: the replies' shape and error codes, and the checks every body passes;
+//! - [`requests`]: request bodies with a type of their own (a start);
 //! - [`tasks`]: the internal task messages, whose workflow ids and seqs are validated
 //!   types (a wrong one does not decode);
 //! - [`connection`]: connecting to NATS (credentials, TLS, retry while it starts);
@@ -12,11 +13,13 @@
 pub mod client;
 pub mod connection;
 pub mod error;
+pub mod requests;
 pub mod subjects;
 pub mod tasks;
 
 pub use client::{ApiClient, CallError};
 pub use connection::{connect, NatsConfig, Secret};
 pub use error::{ok_reply, parse_body, ApiError, ErrorCode};
+pub use requests::StartRequest;
 pub use subjects::{InvalidPrefix, StreamRole, Subjects};
 pub use tasks::{ActivityTaskMessage, ChildDone, WorkflowTask, PARENT_HEADER};

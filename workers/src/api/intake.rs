@@ -7,32 +7,20 @@
 use std::sync::Arc;
 
 use chrono::SubsecRound;
-use hcpflow_engine::event::{ChildStarted, HistoryEvent, ParentRef, WorkflowStarted};
+use hcpflow_engine::event::{HistoryEvent, WorkflowStarted};
 use hcpflow_engine::{
     canonical, run_workflow_task, Keyring, OsEntropy, Seq, Timestamp, WorkflowId, WorkflowStatus,
 };
-use hcpflow_eventstore::{NewWorkflow, OutboxMessage};
+use hcpflow_eventstore::NewWorkflow;
 use rand::RngCore;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::api::views::store_error;
+use crate::runtime::decide::add_commands;
 use crate::runtime::journal::{Journal, Write};
 use hcpflow_engine::Catalog;
-use hcpflow_protocol::subjects::Subjects;
-use hcpflow_protocol::{ApiError, ErrorCode};
-
-/// A start request, as the API and the submit stream take it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StartRequest {
-    pub workflow_type: String,
-    pub workflow_id: Option<String>,
-    pub input: Value,
-    /// Set only on internal child starts; verified against the parent's history.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent: Option<ParentRef>,
-}
+use hcpflow_protocol::{ApiError, ErrorCode, StartRequest};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartStatus {
@@ -73,8 +61,7 @@ impl Intake {
             )
         })?;
         let id = match &request.workflow_id {
-            Some(id) => WorkflowId::new(id.clone())
-                .map_err(|e| ApiError::invalid(format!("workflow_id: {e}")))?,
+            Some(id) => id.clone(),
             None => generated_id(),
         };
         (info.validate)(&request.input)
@@ -112,7 +99,7 @@ impl Intake {
             concurrency_key,
             parent_id: request.parent.map(|p| p.workflow_id),
             input_digest: Some(digest.clone()),
-            events_subject: Some(self.journal.subjects.events(id.as_str())),
+            events_subject: Some(self.journal.outgoing.subjects.events(id.as_str())),
         };
         match self.journal.create(&workflow, &id, write, now).await {
             Ok(_) => Ok((id, StartStatus::Started)),
@@ -173,15 +160,14 @@ impl Intake {
                 run_workflow_task(catalog.registry(), id, &history, Box::new(OsEntropy))
             {
                 write.status = Some(outcome.status);
-                self.journal
-                    .add_commands(id, &history, &outcome, &mut write);
+                add_commands(&self.journal.outgoing, id, &history, &outcome, &mut write);
                 return write;
             }
             // Blocked from the start: let the workflow worker record why.
         }
         write
             .messages
-            .push(self.journal.workflow_task(id, Seq::FIRST));
+            .push(self.journal.outgoing.workflow_task(id, Seq::FIRST));
         write
     }
 
@@ -242,29 +228,6 @@ fn generated_id() -> WorkflowId {
     rand::rngs::OsRng.fill_bytes(&mut bytes);
     WorkflowId::new(format!("wf-{}", hex::encode(bytes)))
         .unwrap_or_else(|_| unreachable!("hex ids are valid"))
-}
-
-/// The submit message that starts a child; the parent's seq makes it idempotent.
-pub fn child_start_message(
-    subjects: &Subjects,
-    parent: &WorkflowId,
-    seq: Seq,
-    child: &ChildStarted,
-) -> OutboxMessage {
-    let request = StartRequest {
-        workflow_type: child.workflow_type.clone(),
-        workflow_id: Some(child.child_id.to_string()),
-        input: child.input.clone(),
-        parent: Some(ParentRef {
-            workflow_id: parent.clone(),
-            seq,
-        }),
-    };
-    OutboxMessage {
-        subject: subjects.submit_start(),
-        msg_id: format!("child-{}", child.child_id),
-        payload: serde_json::to_vec(&request).unwrap_or_default(),
-    }
 }
 
 #[cfg(test)]

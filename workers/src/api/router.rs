@@ -13,10 +13,11 @@ use hcpflow_eventstore::WorkflowFilter;
 use serde_json::{json, Map, Value};
 use tokio::sync::{watch, Semaphore};
 
-use crate::api::intake::{Intake, StartRequest};
+use crate::api::intake::Intake;
 use crate::api::views::{cluster_view, history_entry, store_error, workflow_view};
 use crate::runtime::journal::Write;
 use hcpflow_protocol::subjects::StreamRole;
+use hcpflow_protocol::StartRequest;
 use hcpflow_protocol::{ok_reply, parse_body, ApiError, ErrorCode};
 
 const DEFAULT_PAGE: u32 = 100;
@@ -33,7 +34,7 @@ pub struct Api {
 
 impl Api {
     pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
-        let subjects = &self.intake.journal.subjects;
+        let subjects = &self.intake.journal.outgoing.subjects;
         let mut requests = self
             .client
             .queue_subscribe(subjects.api_all(), "hcpflow-api".to_owned())
@@ -66,6 +67,7 @@ impl Api {
         let verb = self
             .intake
             .journal
+            .outgoing
             .subjects
             .api_verb(&request.subject)
             .unwrap_or("")
@@ -236,11 +238,11 @@ impl Api {
         // No stream info needed: one request fewer.
         let stream = journal
             .js
-            .get_stream_no_info(journal.subjects.stream(StreamRole::Audit))
+            .get_stream_no_info(journal.outgoing.subjects.stream(StreamRole::Audit))
             .await
             .map_err(|e| unavailable(e.to_string()))?;
         match stream
-            .get_last_raw_message_by_subject(&journal.subjects.audit(id.as_str()))
+            .get_last_raw_message_by_subject(&journal.outgoing.subjects.audit(id.as_str()))
             .await
         {
             Ok(message) => serde_json::from_slice(&message.payload)
@@ -379,12 +381,13 @@ impl Api {
 pub fn parse_start(fields: &Fields) -> Result<StartRequest, ApiError> {
     let mut problems = Vec::new();
     let workflow_type = fields.required_string("workflow_type", &mut problems);
-    let workflow_id = fields.optional_string("workflow_id", &mut problems);
-    if let Some(id) = &workflow_id {
-        if let Err(error) = WorkflowId::new(id.clone()) {
-            problems.push(format!("workflow_id: {error}"));
-        }
-    }
+    let workflow_id = fields
+        .optional_string("workflow_id", &mut problems)
+        .and_then(|id| {
+            WorkflowId::new(id)
+                .map_err(|error| problems.push(format!("workflow_id: {error}")))
+                .ok()
+        });
     let input = fields.required("input", &mut problems);
     let parent = match fields.0.get("parent") {
         None | Some(Value::Null) => None,

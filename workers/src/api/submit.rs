@@ -78,7 +78,7 @@ impl Submissions {
         journal
             .js
             .publish(
-                journal.subjects.dead_letter("submit"),
+                journal.outgoing.subjects.dead_letter("submit"),
                 serde_json::to_vec(&record)?.into(),
             )
             .await?

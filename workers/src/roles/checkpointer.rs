@@ -54,7 +54,7 @@ impl Checkpointer {
     /// Signs one batch of unsigned heads; how many it looked at.
     async fn sign_batch(&self, refused: &mut BTreeSet<(WorkflowId, u64)>) -> anyhow::Result<usize> {
         let store = &self.journal.store;
-        let events_prefix = format!("{}.events.", self.journal.subjects.prefix());
+        let events_prefix = format!("{}.events.", self.journal.outgoing.subjects.prefix());
         let heads = store
             .unsigned_heads(&events_prefix, self.live_every, BATCH)
             .await?;
@@ -75,7 +75,11 @@ impl Checkpointer {
             }
             let checkpoint = self.key.sign(&head.workflow_id, head.seq, head.head_hash);
             let witness = OutboxMessage {
-                subject: self.journal.subjects.audit(head.workflow_id.as_str()),
+                subject: self
+                    .journal
+                    .outgoing
+                    .subjects
+                    .audit(head.workflow_id.as_str()),
                 msg_id: format!("ck-{}-{}", head.workflow_id, head.seq),
                 payload: serde_json::to_vec(&checkpoint)?,
             };

@@ -18,6 +18,7 @@ use hcpflow_eventstore::{OutboxMessage, PublishedRange, PublishedRuns, OUTBOX_CH
 use tokio::sync::watch;
 
 use crate::runtime::journal::Journal;
+use crate::runtime::outgoing::event_on;
 
 const GRACE: Duration = Duration::from_secs(2);
 const FALLBACK_POLL: Duration = Duration::from_secs(10);
@@ -33,7 +34,7 @@ pub struct Relay {
 impl Relay {
     /// `<prefix>.`: deployments sharing a database each relay their own messages.
     fn own_subjects(&self) -> String {
-        format!("{}.", self.journal.subjects.prefix())
+        format!("{}.", self.journal.outgoing.subjects.prefix())
     }
 
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
@@ -121,7 +122,7 @@ impl Relay {
         }
         let messages: Vec<OutboxMessage> = events
             .iter()
-            .map(|(subject, event)| self.journal.event_message(subject, event))
+            .map(|(subject, event)| event_on(subject, event))
             .collect();
         let acked = self.journal.publish_all(&messages).await;
         // Per workflow, the acknowledged events joined into runs; only the earliest can

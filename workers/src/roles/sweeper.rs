@@ -13,7 +13,6 @@ use hcpflow_engine::{Seq, WorkflowId};
 use hcpflow_eventstore::{Error as StoreError, WorkflowFilter};
 use tokio::sync::watch;
 
-use crate::api::intake::child_start_message;
 use crate::runtime::journal::Journal;
 use hcpflow_protocol::ActivityTaskMessage;
 
@@ -79,6 +78,7 @@ impl Sweeper {
             for workflow in &page.workflows {
                 let wake = self
                     .journal
+                    .outgoing
                     .workflow_task(&workflow.workflow_id, workflow.next_seq);
                 self.journal.publish(&wake).await?;
                 woken += 1;
@@ -131,18 +131,23 @@ impl Sweeper {
         if work.workflow_task {
             messages.push(
                 self.journal
+                    .outgoing
                     .workflow_task(id, Seq::FIRST.advance(history.len() as u64 - 1)),
             );
         }
         for activity in work.activities.iter().filter(|a| a.not_before.is_none()) {
-            messages.push(self.journal.activity_message(&ActivityTaskMessage {
-                workflow_id: id.clone(),
-                scheduled_seq: activity.scheduled_seq,
-                attempt: activity.attempt,
-                activity_type: activity.activity_type.clone(),
-                input: activity.input.clone(),
-                options: activity.options.clone(),
-            }));
+            messages.push(
+                self.journal
+                    .outgoing
+                    .activity_message(&ActivityTaskMessage {
+                        workflow_id: id.clone(),
+                        scheduled_seq: activity.scheduled_seq,
+                        attempt: activity.attempt,
+                        activity_type: activity.activity_type.clone(),
+                        input: activity.input.clone(),
+                        options: activity.options.clone(),
+                    }),
+            );
         }
         for child in &work.children {
             if matches!(
@@ -154,8 +159,7 @@ impl Sweeper {
                     .map(|e| &e.event)
                 {
                     let started: &ChildStarted = started;
-                    messages.push(child_start_message(
-                        &self.journal.subjects,
+                    messages.push(self.journal.outgoing.child_start(
                         id,
                         child.started_seq,
                         started,

@@ -103,9 +103,12 @@ impl TimerService {
                 {
                     return Ok(()); // finished or cancelled meanwhile
                 }
-                let task =
-                    self.journal
-                        .activity_task(&timer.workflow_id, timer.seq, attempt, scheduled);
+                let task = self.journal.outgoing.activity_task(
+                    &timer.workflow_id,
+                    timer.seq,
+                    attempt,
+                    scheduled,
+                );
                 self.journal.publish(&task).await
             }
         }

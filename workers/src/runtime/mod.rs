@@ -1,5 +1,7 @@
-//! The runtime every role stands on: appending to a history and dispatching what the
-//! append caused ([`journal`]), one step of a workflow in one transaction ([`step`]),
+//! The runtime every role stands on: appending to a history ([`journal`]), what a step
+//! decides ([`decide`], pure), the messages an append causes ([`outgoing`], pure),
+//! publishing them after the commit ([`publish`]), one step of a workflow in one
+//! transaction ([`step`]),
 //! the decoded histories a process keeps ([`history_cache`]), running an activity here
 //! at once when this process can ([`eager`]), NATS streams, consumers and deliveries
 //! ([`nats`]), metrics, and the TLS provider.
@@ -8,10 +10,13 @@
 //! and publishes them after the commit; a conflicting append is detected, never
 //! overwritten; nothing here decides what a workflow does — the engine does.
 
+pub mod decide;
 pub mod eager;
 pub mod history_cache;
 pub mod journal;
 pub mod metrics;
 pub mod nats;
+pub mod outgoing;
+pub mod publish;
 pub mod step;
 pub mod tls;

@@ -7,14 +7,13 @@
 //! through NATS instead.
 
 use chrono::{SubsecRound, Utc};
-use hcpflow_engine::event::{Event, HistoryEvent};
-use hcpflow_engine::{
-    run_workflow_task, ExecError, OsEntropy, Seq, Timestamp, WorkflowId, WorkflowStatus,
-};
+use hcpflow_engine::event::HistoryEvent;
+use hcpflow_engine::{ExecError, OsEntropy, Seq, Timestamp, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::{
     AppendBatch, Appended, Error as StoreError, StoredEvent, WorkflowSummary,
 };
 
+use crate::runtime::decide::{Decider, Step};
 use crate::runtime::eager::Reserved;
 use crate::runtime::history_cache::CachedHistory;
 use crate::runtime::journal::{Journal, Write};
@@ -101,8 +100,8 @@ impl Journal {
         self.finish_step(id, appended, decision).await
     }
 
-    /// Decides a step on `history`: the inputs to record, and the workflow code's next
-    /// commands when this process runs workflow code.
+    /// Decides a step on `history` (see [`decide`]): the batch to append, if any, with
+    /// the activity tasks this process reserved to run itself.
     fn decide(
         &self,
         id: &WorkflowId,
@@ -111,71 +110,35 @@ impl Journal {
         inputs: &mut impl FnMut(&WorkflowSummary, &[HistoryEvent]) -> Option<Write>,
         now: chrono::DateTime<Utc>,
     ) -> (Option<AppendBatch>, Decision) {
-        let Some(mut write) = inputs(summary, &history) else {
+        let Some(write) = inputs(summary, &history) else {
             return (None, Decision::nothing_to_do());
         };
-        let first_input = summary.next_seq;
-        let stamp = Timestamp::from_millis(u64::try_from(now.timestamp_millis()).unwrap_or(0));
-        let mut full = history;
-        for (offset, event) in write.events.iter().enumerate() {
-            full.push(HistoryEvent {
-                seq: first_input.advance(offset as u64),
-                recorded_at: stamp,
-                event: event.clone(),
-            });
-        }
-        let runnable = matches!(
-            summary.status,
-            WorkflowStatus::Running | WorkflowStatus::Compensating | WorkflowStatus::Blocked
-        ) && !full.iter().any(|e| e.event.is_terminal());
-        let inputs_recorded = write.events.len();
-        let mut blocked = None;
-        let mut unblocked = None;
-        match (&self.catalog, runnable) {
-            (Some(catalog), true) => {
-                match run_workflow_task(catalog.registry(), id, &full, Box::new(OsEntropy)) {
-                    Ok(outcome) => {
-                        if !outcome.commands.is_empty() || summary.status == WorkflowStatus::Blocked
-                        {
-                            write.status = Some(outcome.status);
-                        }
-                        if summary.status == WorkflowStatus::Blocked {
-                            unblocked = Some(outcome.status);
-                        }
-                        self.add_commands(id, &full, &outcome, &mut write);
-                    }
-                    Err(error) => blocked = Some(error),
-                }
-            }
-            (None, true) if wakes(&write.events) => {
-                let last = first_input.advance(write.events.len().saturating_sub(1) as u64);
-                write.messages.push(self.workflow_task(id, last));
-            }
-            _ => {}
-        }
-        // What the cache keeps: the history with everything this step appends, as a
-        // fresh read would decode it (the store records `now`, which is `stamp`).
-        for (offset, command) in write.events.iter().enumerate().skip(inputs_recorded) {
-            full.push(HistoryEvent {
-                seq: first_input.advance(offset as u64),
-                recorded_at: stamp,
-                event: command.clone(),
-            });
-        }
+        let step = Step {
+            id,
+            status: summary.status,
+            next_seq: summary.next_seq,
+            history,
+            recorded_at: Timestamp::from_millis(u64::try_from(now.timestamp_millis()).unwrap_or(0)),
+        };
+        let decider = Decider {
+            registry: self.catalog.as_ref().map(|catalog| catalog.registry()),
+            outgoing: &self.outgoing,
+        };
+        let decided = decider.decide(step, write, Box::new(OsEntropy));
         let decision = Decision {
-            seen: (blocked.is_none() && unblocked.is_none()).then(|| CachedHistory {
+            seen: decided.history_after.map(|history| CachedHistory {
                 summary: summary.clone(),
-                history: full,
+                history,
             }),
-            blocked,
+            blocked: decided.blocked,
             nothing_to_do: false,
-            unblocked,
+            unblocked: decided.unblocked,
             eager: Vec::new(),
         };
-        if write.events.is_empty() {
+        if decided.write.events.is_empty() {
             return (None, decision);
         }
-        let (mut batch, eager) = self.batch(id, first_input, write);
+        let (mut batch, eager) = self.batch(id, summary.next_seq, decided.write);
         batch.recorded_at = Some(now);
         (Some(batch), Decision { eager, ..decision })
     }
@@ -233,36 +196,12 @@ impl Journal {
         self.history_cache.put(seen);
     }
 
-    /// Adds the commands of a workflow task to `write`, with everything they cause.
-    pub fn add_commands(
-        &self,
-        id: &WorkflowId,
-        history: &[HistoryEvent],
-        outcome: &hcpflow_engine::TaskOutcome,
-        write: &mut Write,
-    ) {
-        write.events.extend(outcome.commands.iter().cloned());
-        self.dispatch_commands(id, outcome.first_seq, &outcome.commands, write);
-        if let Some(terminal) = outcome.commands.iter().find(|c| c.is_terminal()) {
-            let (output, error) = result_of(terminal);
-            write.output = output;
-            write.error = error;
-            if let Some(Event::WorkflowStarted(started)) = history.first().map(|e| &e.event) {
-                if let Some(parent) = &started.parent {
-                    write
-                        .messages
-                        .push(self.child_done(&parent.workflow_id, id, parent.seq));
-                }
-            }
-        }
-    }
-
     /// Publishes what the append wrote (runs here what it claimed) and wakes a
     /// workflow it promoted.
     pub async fn after_commit(&self, appended: &Appended, eager: Vec<Reserved>) {
         self.publish_appended(appended, eager).await;
         if let Some(promoted) = &appended.promoted {
-            let wake = self.workflow_task(promoted, Seq::FIRST);
+            let wake = self.outgoing.workflow_task(promoted, Seq::FIRST);
             if let Err(error) = self.publish(&wake).await {
                 tracing::warn!(workflow_id = %promoted, %error, "waking a promoted workflow failed; the sweeper will");
             }
@@ -270,42 +209,6 @@ impl Journal {
     }
 }
 
-/// Inputs the workflow reacts to (not intermediate failures or ledger entries).
-fn wakes(events: &[Event]) -> bool {
-    events.iter().any(|event| match event {
-        Event::ActivityFailed(failed) => failed.retry_at.is_none(),
-        Event::ResourceCreated(_) | Event::ResourceDeleted(_) | Event::ResourceObserved(_) => false,
-        other => !other.is_command(),
-    })
-}
-
 fn decode(stored: &[StoredEvent]) -> Result<Vec<HistoryEvent>, StoreError> {
     stored.iter().map(StoredEvent::to_history_event).collect()
-}
-
-/// The index's output and error for a terminal event.
-pub fn result_of(terminal: &Event) -> (Option<serde_json::Value>, Option<serde_json::Value>) {
-    use serde_json::json;
-    match terminal {
-        Event::WorkflowCompleted(done) => (Some(done.output.clone()), None),
-        Event::WorkflowFailed(failed) => (
-            None,
-            Some(
-                json!({"kind": "failed", "message": failed.error.to_string(), "cause": failed.error, "left": failed.left}),
-            ),
-        ),
-        Event::WorkflowCompensated(done) => (
-            None,
-            Some(
-                json!({"kind": "compensated", "message": done.cause.to_string(), "cause": done.cause}),
-            ),
-        ),
-        Event::WorkflowCancelled(cancelled) => (
-            None,
-            Some(
-                json!({"kind": "cancelled", "message": cancelled.reason.clone().unwrap_or_else(|| "cancelled".into())}),
-            ),
-        ),
-        _ => (None, None),
-    }
 }

@@ -5,7 +5,7 @@
 use hcpflow_engine::event::{WorkflowCompensated, WorkflowFailed, WorkflowStarted};
 use hcpflow_engine::{ActivityFailure, Event, Seq, WorkflowError, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::{AppendBatch, NewEvent, NewWorkflow};
-use hcpflow_workers::runtime::step::result_of;
+use hcpflow_workers::runtime::decide::result_of;
 use serde_json::json;
 
 use crate::support::{stack, unique, Server};

@@ -1,0 +1,168 @@
+//! The messages an append causes, built as data: workflow wake-ups, activity tasks,
+//! child starts, timers, and events as the events stream carries them. Pure — nothing
+//! here publishes; the journal writes these to the outbox with the append and
+//! publishes them after the commit.
+
+use hcpflow_engine::event::{ActivityScheduled, ChildStarted, Event, ParentRef};
+use hcpflow_engine::{Seq, WorkflowId};
+use hcpflow_eventstore::{NewTimer, OutboxMessage, StoredEvent, TimerKind};
+use hcpflow_protocol::subjects::Subjects;
+use hcpflow_protocol::{ActivityTaskMessage, ChildDone, StartRequest, WorkflowTask};
+
+use crate::runtime::journal::{to_datetime, Write};
+
+/// Builds the messages of one subject prefix.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    pub subjects: Subjects,
+}
+
+impl Outgoing {
+    pub fn new(subjects: Subjects) -> Self {
+        Self { subjects }
+    }
+
+    /// Wakes the workflow; `trigger` is the seq of the event that needs the wake.
+    pub fn workflow_task(&self, id: &WorkflowId, trigger: Seq) -> OutboxMessage {
+        self.workflow_task_message(
+            format!("wt-{id}-{trigger}"),
+            WorkflowTask {
+                workflow_id: id.clone(),
+                child: None,
+            },
+        )
+    }
+
+    /// Tells a parent that its child ended.
+    pub fn child_done(
+        &self,
+        parent: &WorkflowId,
+        child: &WorkflowId,
+        started_seq: Seq,
+    ) -> OutboxMessage {
+        self.workflow_task_message(
+            format!("wt-{parent}-child-{started_seq}"),
+            WorkflowTask {
+                workflow_id: parent.clone(),
+                child: Some(ChildDone {
+                    child_id: child.clone(),
+                    started_seq,
+                }),
+            },
+        )
+    }
+
+    fn workflow_task_message(&self, msg_id: String, task: WorkflowTask) -> OutboxMessage {
+        OutboxMessage {
+            subject: self.subjects.workflow_tasks(),
+            msg_id,
+            payload: serde_json::to_vec(&task).unwrap_or_default(),
+        }
+    }
+
+    /// Attempt `attempt` of the activity scheduled at `seq`, as its queue carries it.
+    pub fn activity_task(
+        &self,
+        id: &WorkflowId,
+        seq: Seq,
+        attempt: u32,
+        scheduled: &ActivityScheduled,
+    ) -> OutboxMessage {
+        self.activity_message(&activity_task_body(id, seq, attempt, scheduled))
+    }
+
+    /// An activity task as its queue's subject carries it.
+    pub fn activity_message(&self, task: &ActivityTaskMessage) -> OutboxMessage {
+        OutboxMessage {
+            subject: self.subjects.activity_tasks(&task.options.task_queue),
+            msg_id: format!(
+                "at-{}-{}-{}",
+                task.workflow_id, task.scheduled_seq, task.attempt
+            ),
+            payload: serde_json::to_vec(task).unwrap_or_default(),
+        }
+    }
+
+    /// The submit message that starts a child; the parent's seq makes it idempotent.
+    pub fn child_start(
+        &self,
+        parent: &WorkflowId,
+        seq: Seq,
+        child: &ChildStarted,
+    ) -> OutboxMessage {
+        let request = StartRequest {
+            workflow_type: child.workflow_type.clone(),
+            workflow_id: Some(child.child_id.clone()),
+            input: child.input.clone(),
+            parent: Some(ParentRef {
+                workflow_id: parent.clone(),
+                seq,
+            }),
+        };
+        OutboxMessage {
+            subject: self.subjects.submit_start(),
+            msg_id: format!("child-{}", child.child_id),
+            payload: serde_json::to_vec(&request).unwrap_or_default(),
+        }
+    }
+
+    /// An appended event on its workflow's events subject.
+    pub fn event_message(&self, event: &StoredEvent) -> OutboxMessage {
+        event_on(&self.subjects.events(event.workflow_id.as_str()), event)
+    }
+
+    /// The messages and timers new commands cause (activities to run, timers to arm,
+    /// children to start), added to `write`; each activity task is also listed in
+    /// `write.activity_tasks`, so that the journal may run it in this process.
+    pub fn dispatch_commands(
+        &self,
+        id: &WorkflowId,
+        first_seq: Seq,
+        commands: &[Event],
+        write: &mut Write,
+    ) {
+        for (offset, command) in commands.iter().enumerate() {
+            let seq = first_seq.advance(offset as u64);
+            match command {
+                Event::ActivityScheduled(scheduled) => {
+                    let task = activity_task_body(id, seq, 1, scheduled);
+                    write.messages.push(self.activity_message(&task));
+                    write.activity_tasks.push((write.messages.len() - 1, task));
+                }
+                Event::TimerStarted(timer) => write.timers.push(NewTimer {
+                    seq,
+                    kind: TimerKind::Timer,
+                    due_at: to_datetime(timer.fire_at),
+                }),
+                Event::ChildStarted(child) => write.messages.push(self.child_start(id, seq, child)),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// An appended event as the events stream carries it on `subject`: a history entry
+/// plus `workflow_id`, deduplicated by workflow and seq.
+pub fn event_on(subject: &str, event: &StoredEvent) -> OutboxMessage {
+    OutboxMessage {
+        subject: subject.to_owned(),
+        msg_id: format!("ev-{}-{}", event.workflow_id, event.seq),
+        payload: hcpflow_eventstore::entry_bytes(event, true),
+    }
+}
+
+fn activity_task_body(
+    id: &WorkflowId,
+    seq: Seq,
+    attempt: u32,
+    scheduled: &ActivityScheduled,
+) -> ActivityTaskMessage {
+    ActivityTaskMessage {
+        workflow_id: id.clone(),
+        scheduled_seq: seq,
+        attempt,
+        activity_type: scheduled.activity_type.clone(),
+        input: scheduled.input.clone(),
+        options: scheduled.options.clone(),
+    }
+}

@@ -1,0 +1,225 @@
+//! Publishing after the commit: what an append wrote to the outbox (and its events, to
+//! the events stream) goes to NATS right after the commit, and what NATS acknowledged
+//! is marked published in the next append's transaction, or by a periodic flush — so
+//! marking costs no commit of its own. A failure is only logged: the relay publishes
+//! whatever is left.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_nats::jetstream;
+use async_nats::jetstream::message::PublishMessage;
+use hcpflow_engine::WorkflowId;
+use hcpflow_eventstore::{Appended, OutboxMessage, OutboxRow, PublishedRange, PublishedRuns};
+
+use crate::runtime::eager::{LocalTask, Reserved};
+use crate::runtime::journal::Journal;
+
+/// What this process published and has not marked yet.
+#[derive(Debug, Default)]
+pub(super) struct Published {
+    pub(super) outbox_ids: Vec<i64>,
+    events: BTreeMap<WorkflowId, PublishedRuns>,
+}
+
+impl Published {
+    /// The earliest unmarked run of `id`'s events (the only one that can move its mark).
+    pub(super) fn take_first_run(&mut self, id: &WorkflowId) -> Option<PublishedRange> {
+        let runs = self.events.get_mut(id)?;
+        let first = runs.take_first();
+        if runs.is_empty() {
+            self.events.remove(id);
+        }
+        first
+    }
+}
+
+impl Journal {
+    /// Hands the activity tasks this process claimed to its activity workers, then
+    /// publishes what an append committed — its other outbox rows first (the work they
+    /// start waits on them), then its events to the events stream — and remembers what
+    /// NATS acknowledged. A failure is only logged: the relay publishes whatever is left.
+    pub async fn publish_appended(&self, appended: &Appended, eager: Vec<Reserved>) {
+        let mut local = vec![false; appended.outbox.len()];
+        for reserved in eager {
+            let Some(row) = appended.outbox.get(reserved.position) else {
+                continue;
+            };
+            let task = LocalTask {
+                outbox_id: row.id,
+                task: reserved.task,
+                permit: reserved.permit,
+            };
+            // A worker that is gone leaves the task to NATS, published below.
+            let handed = self
+                .eager
+                .get()
+                .is_some_and(|dispatch| dispatch.hand_over(task));
+            if let Some(flag) = local.get_mut(reserved.position) {
+                *flag = handed;
+            }
+        }
+        let rows: Vec<&OutboxRow> = appended
+            .outbox
+            .iter()
+            .zip(&local)
+            .filter(|(_, local)| !**local)
+            .map(|(row, _)| row)
+            .collect();
+        let messages: Vec<OutboxMessage> = rows
+            .iter()
+            .map(|row| row.message.clone())
+            .chain(
+                appended
+                    .events
+                    .iter()
+                    .map(|event| self.outgoing.event_message(event)),
+            )
+            .collect();
+        let acked = self.publish_all(&messages).await;
+        let (rows_acked, events) = acked.split_at(rows.len());
+        let outbox_ids: Vec<i64> = rows
+            .iter()
+            .zip(rows_acked)
+            .filter(|(_, acked)| **acked)
+            .map(|(row, _)| row.id)
+            .collect();
+        // The watermark may only move over a gap-free run from the first event.
+        let run = events.iter().take_while(|acked| **acked).count();
+        let range = match (appended.events.first(), run.checked_sub(1)) {
+            (Some(first), Some(last)) => appended.events.get(last).map(|last| {
+                let range = PublishedRange {
+                    first: first.seq,
+                    last: last.seq,
+                };
+                (first.workflow_id.clone(), range)
+            }),
+            _ => None,
+        };
+        self.return_published(outbox_ids, range);
+        if let (Some(refused), Some(first)) =
+            (appended.events_range_refused, appended.events.first())
+        {
+            self.return_published(Vec::new(), Some((first.workflow_id.clone(), refused)));
+        }
+    }
+
+    /// Publishes messages with their `Nats-Msg-Id`, all sent before any acknowledgement
+    /// is awaited; returns which ones JetStream acknowledged.
+    pub async fn publish_all(&self, messages: &[OutboxMessage]) -> Vec<bool> {
+        // One warning per batch, not per message: a NATS outage fails them all alike.
+        let mut first_failure: Option<(String, String)> = None;
+        let mut pending = Vec::with_capacity(messages.len());
+        for message in messages {
+            match self.send(message).await {
+                Ok(ack) => pending.push(Some(ack)),
+                Err(error) => {
+                    first_failure.get_or_insert((message.subject.clone(), error.to_string()));
+                    pending.push(None);
+                }
+            }
+        }
+        let mut acked = Vec::with_capacity(pending.len());
+        for (ack, message) in pending.into_iter().zip(messages) {
+            acked.push(match ack {
+                Some(ack) => match ack.await {
+                    Ok(_) => true,
+                    Err(error) => {
+                        first_failure.get_or_insert((message.subject.clone(), error.to_string()));
+                        false
+                    }
+                },
+                None => false,
+            });
+        }
+        let published = acked.iter().filter(|acked| **acked).count();
+        if let Some((subject, error)) = first_failure {
+            let failed = acked.len() - published;
+            tracing::warn!(failed, %subject, %error, "publishing failed; the relay will retry");
+        }
+        self.metrics.published.add(published as u64);
+        acked
+    }
+
+    /// Publishes one message now, outside any append (sweeper, timers, promotions).
+    pub async fn publish(&self, message: &OutboxMessage) -> anyhow::Result<()> {
+        self.send(message).await?.await?;
+        Ok(())
+    }
+
+    async fn send(
+        &self,
+        message: &OutboxMessage,
+    ) -> Result<jetstream::context::PublishAckFuture, jetstream::context::PublishError> {
+        let publish = PublishMessage::build()
+            .payload(message.payload.clone().into())
+            .message_id(&message.msg_id);
+        self.js.send_publish(message.subject.clone(), publish).await
+    }
+
+    pub(super) fn return_published(
+        &self,
+        ids: Vec<i64>,
+        events: Option<(WorkflowId, PublishedRange)>,
+    ) {
+        let Ok(mut published) = self.published.lock() else {
+            return;
+        };
+        published.outbox_ids.extend(ids);
+        if let Some((id, range)) = events {
+            published.events.entry(id).or_default().add(range);
+        }
+    }
+
+    /// Marks, twice a second, what this process published and no append of the same
+    /// workflow marked (the last step of a workflow, or its next step ran elsewhere).
+    pub async fn mark_published_until(
+        self: Arc<Self>,
+        mut shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> anyhow::Result<()> {
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
+        loop {
+            tokio::select! {
+                _ = shutdown.changed() => return Ok(()),
+                _ = tick.tick() => self.flush_published().await,
+            }
+        }
+    }
+
+    /// Marks whatever was published but not yet marked (when no append came along).
+    pub async fn flush_published(&self) {
+        let (ids, events) = match self.published.lock() {
+            Ok(mut published) => {
+                let ids = std::mem::take(&mut published.outbox_ids);
+                let workflows: Vec<WorkflowId> = published.events.keys().cloned().collect();
+                let events: Vec<(WorkflowId, PublishedRange)> = workflows
+                    .into_iter()
+                    .filter_map(|id| published.take_first_run(&id).map(|run| (id, run)))
+                    .collect();
+                (ids, events)
+            }
+            Err(_) => return,
+        };
+        if !ids.is_empty() {
+            if let Err(error) = self.store.mark_published_unclaimed(&ids).await {
+                tracing::warn!(%error, "marking published outbox rows failed; will retry");
+                self.return_published(ids, None);
+            }
+        }
+        if !events.is_empty() {
+            let ranges = events;
+            let keep = match self.store.mark_events_published(&ranges).await {
+                // Ranges ahead of a run still being published here: kept for next time.
+                Ok(pending) => pending.into_iter().collect(),
+                Err(error) => {
+                    tracing::warn!(%error, "marking published events failed; will retry");
+                    ranges.iter().map(|(id, _)| id.clone()).collect()
+                }
+            };
+            let keep: std::collections::BTreeSet<WorkflowId> = keep;
+            for range in ranges.into_iter().filter(|(id, _)| keep.contains(id)) {
+                self.return_published(Vec::new(), Some(range));
+            }
+        }
+    }
+}
