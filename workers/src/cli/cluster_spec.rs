@@ -184,7 +184,7 @@ fn pool_per_zone(input: &Map<String, Value>, replicas: i32, instance_type: &str)
 fn read_file(path: &Path) -> anyhow::Result<Map<String, Value>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the cluster file {}", path.display()))?;
-    let value: Value = serde_yaml::from_str(&text)
+    let value: Value = serde_yaml_ng::from_str(&text)
         .with_context(|| format!("{} is neither YAML nor JSON", path.display()))?;
     let Value::Object(mut input) = value else {
         bail!(

@@ -170,7 +170,7 @@ fn query(request: &Request<Incoming>) -> HashMap<String, String> {
 fn parse_body(bytes: &[u8], yaml: bool) -> Result<Value> {
     match serde_json::from_slice(bytes) {
         Ok(value) => Ok(value),
-        Err(json_error) if yaml => serde_yaml::from_slice(bytes).map_err(|e| {
+        Err(json_error) if yaml => serde_yaml_ng::from_slice(bytes).map_err(|e| {
             ApiError::bad_request(format!(
                 "the body is neither JSON ({json_error}) nor YAML ({e})"
             ))

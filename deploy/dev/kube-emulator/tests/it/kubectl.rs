@@ -73,8 +73,8 @@ async fn kubectl_applies_waits_scales_and_deletes() {
     pool["metadata"]["namespace"] = serde_json::json!("clusters");
     let manifest = format!(
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: clusters\n---\n{}---\n{}",
-        serde_yaml::to_string(&hc).unwrap(),
-        serde_yaml::to_string(&pool).unwrap()
+        serde_yaml_ng::to_string(&hc).unwrap(),
+        serde_yaml_ng::to_string(&pool).unwrap()
     );
     let manifest = manifest.as_str();
     tokio::task::block_in_place(|| {
