@@ -10,6 +10,7 @@ use crate::cli::config::{ClientArgs, ConfigArgs};
 use crate::cli::workflow::WorkflowCommand;
 use crate::roles::server::{self, Role};
 use hcpflow_protocol::client::ApiClient;
+use hcpflow_protocol::Secret;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -39,6 +40,9 @@ pub enum Command {
     Audit(AuditArgs),
     /// Benchmark a running server over NATS.
     Bench(BenchCommand),
+    /// Print the settings a server would run with (flags over environment over the
+    /// config file over defaults; secrets shown only as set), as JSON.
+    Config(ConfigArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -97,12 +101,12 @@ impl Cli {
     pub async fn run(self) -> anyhow::Result<()> {
         match self.command {
             Command::Migrate(args) => {
-                let Some(admin) = args.config.database_admin_url.as_deref() else {
-                    anyhow::bail!("migrate needs the owner's URL: HCPFLOW_DATABASE_ADMIN_URL or --database-admin-url");
-                };
-                let role =
-                    crate::cli::migrate::database(admin, args.config.database_url.as_deref())
-                        .await?;
+                let settings = args.config.migrate_settings()?;
+                let role = crate::cli::migrate::database(
+                    settings.admin_url.expose(),
+                    settings.app_url.as_ref().map(Secret::expose),
+                )
+                .await?;
                 match role {
                     Some(role) => {
                         println!("database migrated; application role {role} may read and append")
@@ -112,15 +116,14 @@ impl Cli {
                     }
                 }
                 if !args.no_streams {
-                    let (nats, prefix) = args.config.client.nats()?;
-                    let max_body = args
-                        .config
-                        .max_body_bytes
-                        .unwrap_or(crate::cli::config::DEFAULT_MAX_BODY_BYTES);
-                    crate::cli::migrate::streams(&nats, &prefix, max_body)
-                        .await
-                        .context("creating the NATS streams")?;
-                    println!("NATS streams ready under prefix {prefix}");
+                    crate::cli::migrate::streams(
+                        &settings.nats,
+                        &settings.prefix,
+                        settings.max_body_bytes,
+                    )
+                    .await
+                    .context("creating the NATS streams")?;
+                    println!("NATS streams ready under prefix {}", settings.prefix);
                 }
                 Ok(())
             }
@@ -148,10 +151,11 @@ impl Cli {
             Command::Audit(args) => args.command.run(&args.client).await,
             Command::Bench(args) => {
                 let (nats, prefix) = args.config.client.nats()?;
+                let database_url = args.config.database_url()?;
                 let report = bench::run(
                     &nats,
                     &prefix,
-                    args.config.database_url.as_deref(),
+                    database_url.as_ref().map(Secret::expose),
                     &args.bench,
                 )
                 .await?;
@@ -163,6 +167,11 @@ impl Cli {
                         args.bench.count
                     );
                 }
+                Ok(())
+            }
+            Command::Config(config) => {
+                let config = config.resolve()?;
+                println!("{}", serde_json::to_string_pretty(&config.describe())?);
                 Ok(())
             }
         }

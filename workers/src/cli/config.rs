@@ -1,5 +1,7 @@
-//! Configuration, layered: defaults, then a TOML file (`--config`), then `HCPFLOW_*`
-//! environment variables, then flags. Only the binary reads the environment.
+//! Configuration, layered — the one rule, for every setting and every command: a flag
+//! beats its environment variable (clap reads both), which beats the TOML file
+//! (`--config` / `HCPFLOW_CONFIG`), which beats the default. Only the binary reads the
+//! environment; `hcpflow config` prints what a process would run with.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -206,6 +208,46 @@ impl ClientArgs {
     }
 }
 
+impl Config {
+    /// The settings as `hcpflow config` prints them: secrets only as `"[set]"`.
+    pub fn describe(&self) -> serde_json::Value {
+        let secret = |value: &Option<Secret>| value.as_ref().map(|_| "[set]");
+        serde_json::json!({
+            "database_url": "[set]",
+            "database_admin_url": secret(&self.database_admin_url),
+            "nats_url": self.nats.url,
+            "nats_user": self.nats.user,
+            "nats_password": secret(&self.nats.password),
+            "nats_token": secret(&self.nats.token),
+            "nats_ca_file": self.nats.ca_file,
+            "prefix": self.prefix,
+            "seal_key": secret(&self.seal_key),
+            "audit_signing_key": secret(&self.audit_signing_key),
+            "checkpoint_every_secs": self.checkpoint_every.as_secs(),
+            "max_body_bytes": self.max_body_bytes,
+            "metrics_addr": self.metrics_addr.map(|addr| addr.to_string()),
+            "workflow_concurrency": self.workflow_concurrency,
+            "activity_concurrency": self.activity_concurrency,
+            "task_queues": self.task_queues,
+            "aws_region": self.aws.region,
+            "aws_endpoint": self.aws.endpoint,
+            "kube_url": self.kube.url,
+            "kubeconfig": self.kube.kubeconfig,
+        })
+    }
+}
+
+/// What `hcpflow migrate` runs with: the owner's URL (required), the application role's,
+/// and the streams' settings.
+#[derive(Debug, Clone)]
+pub struct MigrateSettings {
+    pub admin_url: Secret,
+    pub app_url: Option<Secret>,
+    pub nats: NatsConfig,
+    pub prefix: String,
+    pub max_body_bytes: usize,
+}
+
 pub const DEFAULT_PREFIX: &str = "hcpflow";
 pub const DEFAULT_NATS_URL: &str = "nats://127.0.0.1:4222";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -213,6 +255,44 @@ pub const DEFAULT_AWS_REGION: &str = "us-east-1";
 pub const DEFAULT_CHECKPOINT_EVERY_SECS: u64 = 60;
 
 impl ConfigArgs {
+    /// The database URL, layered; `None` when neither flag, environment nor file gives
+    /// one (commands that can do without it).
+    pub fn database_url(&self) -> anyhow::Result<Option<Secret>> {
+        let file = self.client.file()?;
+        Ok(self
+            .database_url
+            .clone()
+            .map(Secret::new)
+            .or(file.database_url))
+    }
+
+    /// `hcpflow migrate`'s settings, layered like the rest.
+    pub fn migrate_settings(&self) -> anyhow::Result<MigrateSettings> {
+        let file = self.client.file()?;
+        let Some(admin_url) = self
+            .database_admin_url
+            .clone()
+            .map(Secret::new)
+            .or(file.database_admin_url.clone())
+        else {
+            bail!("migrate needs the owner's URL: HCPFLOW_DATABASE_ADMIN_URL, --database-admin-url or database_admin_url in the config file");
+        };
+        Ok(MigrateSettings {
+            admin_url,
+            app_url: self
+                .database_url
+                .clone()
+                .map(Secret::new)
+                .or(file.database_url.clone()),
+            nats: self.client.nats_layered(&file)?,
+            prefix: self.client.prefix_layered(&file),
+            max_body_bytes: self
+                .max_body_bytes
+                .or(file.max_body_bytes)
+                .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+        })
+    }
+
     /// Defaults ← file ← environment ← flags (clap already put env under flags).
     pub fn resolve(&self) -> anyhow::Result<Config> {
         let file = self.client.file()?;
@@ -320,6 +400,37 @@ mod tests {
 
         std::fs::write(&path, "databse_url = \"typo\"\n").unwrap();
         assert!(args.resolve().is_err(), "unknown keys are rejected");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn migrate_and_bench_read_the_file_like_every_command() {
+        let dir = std::env::temp_dir().join(format!("hcpflow-migrate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("hcpflow.toml");
+        std::fs::write(
+            &path,
+            "database_admin_url = \"postgres://owner\"\ndatabase_url = \"postgres://app\"\nmax_body_bytes = 7\n",
+        )
+        .unwrap();
+        let mut args = args();
+        assert!(
+            args.migrate_settings().is_err(),
+            "the owner's URL is required"
+        );
+        args.client.config = Some(path);
+        let settings = args.migrate_settings().unwrap();
+        assert_eq!(settings.admin_url.expose(), "postgres://owner");
+        assert_eq!(
+            settings.app_url.map(|u| u.expose().to_owned()).as_deref(),
+            Some("postgres://app")
+        );
+        assert_eq!(settings.max_body_bytes, 7);
+        args.database_url = Some("postgres://flag".into());
+        assert_eq!(
+            args.database_url().unwrap().unwrap().expose(),
+            "postgres://flag"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 

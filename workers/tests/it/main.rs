@@ -11,6 +11,7 @@ mod aws_registry;
 mod cluster_commands;
 mod cluster_crash;
 mod cluster_support;
+mod config;
 mod crash;
 mod hosted_cluster;
 mod kube_registry;
