@@ -1,4 +1,5 @@
-//! The public NATS API (DESIGN.md §4), server side: the request/reply [`router`], the
+//! The public NATS API (DESIGN.md §4), server side: the request/reply [`router`] with
+//! its request [`fields`], the
 //! durable [`submit`] stream, and [`intake`], where every start — from either, or from
 //! a parent workflow — is validated, sealed and committed; [`views`]: what the event
 //! store holds, as the replies show it.
@@ -7,6 +8,7 @@
 //! once it is committed; bad input gets an error naming every problem and records
 //! nothing.
 
+pub mod fields;
 pub mod intake;
 pub mod router;
 pub mod submit;

@@ -13,15 +13,12 @@ use hcpflow_eventstore::WorkflowFilter;
 use serde_json::{json, Map, Value};
 use tokio::sync::{watch, Semaphore};
 
+use crate::api::fields::{finish, parse_start, placeholder, Fields};
 use crate::api::intake::Intake;
 use crate::api::views::{cluster_view, history_entry, store_error, workflow_view};
 use crate::runtime::journal::Write;
 use hcpflow_protocol::subjects::StreamRole;
-use hcpflow_protocol::StartRequest;
 use hcpflow_protocol::{ok_reply, parse_body, ApiError, ErrorCode};
-
-const DEFAULT_PAGE: u32 = 100;
-const MAX_PAGE: u32 = 1000;
 
 #[derive(Debug)]
 pub struct Api {
@@ -374,141 +371,5 @@ impl Api {
 
     fn store(&self) -> &hcpflow_eventstore::EventStore {
         &self.intake.journal.store
-    }
-}
-
-/// Parses a start body, naming every missing or mistyped field.
-pub fn parse_start(fields: &Fields) -> Result<StartRequest, ApiError> {
-    let mut problems = Vec::new();
-    let workflow_type = fields.required_string("workflow_type", &mut problems);
-    let workflow_id = fields
-        .optional_string("workflow_id", &mut problems)
-        .and_then(|id| {
-            WorkflowId::new(id)
-                .map_err(|error| problems.push(format!("workflow_id: {error}")))
-                .ok()
-        });
-    let input = fields.required("input", &mut problems);
-    let parent = match fields.0.get("parent") {
-        None | Some(Value::Null) => None,
-        Some(value) => serde_json::from_value(value.clone())
-            .map_err(|e| problems.push(format!("parent: {e}")))
-            .ok(),
-    };
-    finish(problems)?;
-    Ok(StartRequest {
-        workflow_type: workflow_type.unwrap_or_default(),
-        workflow_id,
-        input: input.unwrap_or(Value::Null),
-        parent,
-    })
-}
-
-fn finish(problems: Vec<String>) -> Result<(), ApiError> {
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::invalid(problems.join("; ")))
-    }
-}
-
-/// Only reached after `finish` confirmed the id parsed.
-fn placeholder() -> WorkflowId {
-    WorkflowId::new("invalid").unwrap_or_else(|_| unreachable!("a valid literal"))
-}
-
-/// A request object, read field by field with every problem collected.
-#[derive(Debug)]
-pub struct Fields(pub Map<String, Value>);
-
-impl Fields {
-    fn required(&self, name: &str, problems: &mut Vec<String>) -> Option<Value> {
-        let value = self.0.get(name).cloned();
-        if value.is_none() {
-            problems.push(format!("{name}: required"));
-        }
-        value
-    }
-
-    fn required_string(&self, name: &str, problems: &mut Vec<String>) -> Option<String> {
-        match self.0.get(name) {
-            Some(Value::String(text)) if !text.is_empty() => Some(text.clone()),
-            Some(Value::String(_)) => {
-                problems.push(format!("{name}: must not be empty"));
-                None
-            }
-            Some(other) => {
-                problems.push(format!("{name}: must be a string, not {}", kind(other)));
-                None
-            }
-            None => {
-                problems.push(format!("{name}: required"));
-                None
-            }
-        }
-    }
-
-    fn optional_string(&self, name: &str, problems: &mut Vec<String>) -> Option<String> {
-        match self.0.get(name) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(text)) => Some(text.clone()),
-            Some(other) => {
-                problems.push(format!("{name}: must be a string, not {}", kind(other)));
-                None
-            }
-        }
-    }
-
-    fn optional_bool(&self, name: &str, problems: &mut Vec<String>) -> Option<bool> {
-        match self.0.get(name) {
-            None | Some(Value::Null) => None,
-            Some(Value::Bool(flag)) => Some(*flag),
-            Some(other) => {
-                problems.push(format!("{name}: must be a boolean, not {}", kind(other)));
-                None
-            }
-        }
-    }
-
-    fn optional_u64(&self, name: &str, problems: &mut Vec<String>) -> Option<u64> {
-        match self.0.get(name) {
-            None | Some(Value::Null) => None,
-            Some(value) => value.as_u64().or_else(|| {
-                problems.push(format!(
-                    "{name}: must be a non-negative integer, not {}",
-                    kind(value)
-                ));
-                None
-            }),
-        }
-    }
-
-    fn workflow_id(&self, name: &str, problems: &mut Vec<String>) -> Option<WorkflowId> {
-        let text = self.required_string(name, problems)?;
-        WorkflowId::new(text)
-            .map_err(|e| problems.push(format!("{name}: {e}")))
-            .ok()
-    }
-
-    fn limit(&self, problems: &mut Vec<String>) -> u32 {
-        match self.optional_u64("limit", problems) {
-            None => DEFAULT_PAGE,
-            Some(n) if (1..=u64::from(MAX_PAGE)).contains(&n) => n as u32,
-            Some(n) => {
-                problems.push(format!("limit: must be 1-{MAX_PAGE}, not {n}"));
-                DEFAULT_PAGE
-            }
-        }
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
+use crate::api::fields::{parse_start, Fields};
 use crate::api::intake::Intake;
-use crate::api::router::{parse_start, Fields};
 use crate::runtime::nats::Deliveries;
 use hcpflow_protocol::{parse_body, ApiError, ErrorCode};
 
