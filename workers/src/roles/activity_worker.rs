@@ -22,6 +22,7 @@ use crate::runtime::eager::{LocalTask, LOCAL_LEASE};
 use crate::runtime::journal::{to_datetime, Journal, Write};
 use crate::runtime::nats::ACK_WAIT;
 use crate::runtime::nats::{serve_tasks, Deliveries};
+use crate::runtime::task_error::{settle, TaskError};
 use hcpflow_protocol::ActivityTaskMessage;
 
 #[derive(Debug)]
@@ -168,19 +169,14 @@ impl ActivityWorker {
         };
         let outcome = self.attempt(&task).await;
         beat.abort();
-        match outcome {
-            Ok(()) => {
-                let _ = message.ack().await;
-            }
-            Err(error) => {
-                tracing::warn!(workflow_id = %task.workflow_id, seq = task.scheduled_seq.get(), %error, "recording the activity failed; NATS will redeliver");
-                let _ = message
-                    .ack_with(async_nats::jetstream::AckKind::Nak(Some(
-                        Duration::from_secs(1),
-                    )))
-                    .await;
-            }
-        }
+        settle(
+            &self.journal,
+            &message,
+            &task.workflow_id,
+            outcome,
+            Duration::from_secs(1),
+        )
+        .await;
     }
 
     /// Whether the history still waits for this attempt's outcome. When the history
@@ -197,7 +193,7 @@ impl ActivityWorker {
     /// Runs the attempt and records its outcome — once: a second outcome for the same
     /// attempt is dropped. With the workflow role in this process, the workflow's next
     /// commands are appended in the same transaction.
-    pub async fn attempt(&self, task: &ActivityTaskMessage) -> anyhow::Result<()> {
+    pub async fn attempt(&self, task: &ActivityTaskMessage) -> Result<(), TaskError> {
         let (id, seq) = (task.workflow_id.clone(), task.scheduled_seq);
         let ledger = Ledger::default();
         let input = ActivityInput {
@@ -264,11 +260,8 @@ impl ActivityWorker {
                 Ok(())
             }
             Ok(_) => Ok(()),
-            // A vanished workflow, or one the workflow worker blocks: nothing to record.
-            Err(
-                StoreError::NotFound(_) | StoreError::Decode { .. } | StoreError::Corrupt { .. },
-            ) => Ok(()),
-            Err(error) => Err(error.into()),
+            // A vanished workflow: nothing to record; an undecodable one: blocked.
+            Err(error) => Err(TaskError::from_store(&id, error)),
         }
     }
 }

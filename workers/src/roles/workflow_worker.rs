@@ -17,6 +17,7 @@ use tokio::sync::watch;
 
 use crate::runtime::journal::{Journal, Write};
 use crate::runtime::nats::{serve_tasks, Deliveries};
+use crate::runtime::task_error::{settle, TaskError};
 use hcpflow_protocol::WorkflowTask;
 
 #[derive(Debug)]
@@ -70,19 +71,14 @@ impl WorkflowWorker {
         if outcome.is_err() {
             self.leave(&id);
         }
-        match outcome {
-            Ok(()) => {
-                let _ = message.ack().await;
-            }
-            Err(error) => {
-                tracing::warn!(workflow_id = %id, %error, "workflow task failed; NATS will redeliver it");
-                let _ = message
-                    .ack_with(async_nats::jetstream::AckKind::Nak(Some(
-                        std::time::Duration::from_millis(500),
-                    )))
-                    .await;
-            }
-        }
+        settle(
+            &self.journal,
+            &message,
+            &id,
+            outcome,
+            std::time::Duration::from_millis(500),
+        )
+        .await;
     }
 
     fn enter(&self, id: &WorkflowId) -> bool {
@@ -130,7 +126,7 @@ impl WorkflowWorker {
         &self,
         id: &WorkflowId,
         child: Option<&hcpflow_protocol::ChildDone>,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), TaskError> {
         let started = Instant::now();
         let child_outcome = match child {
             Some(done) => self.child_outcome(done).await?,
@@ -163,44 +159,29 @@ impl WorkflowWorker {
                 Some(write)
             })
             .await;
-        match step {
-            Ok(step) => {
-                if step.appended.is_some() {
-                    self.journal.metrics.workflow_tasks.inc();
-                    self.journal
-                        .metrics
-                        .workflow_task_time
-                        .record(started.elapsed());
-                }
-                Ok(())
-            }
-            Err(StoreError::NotFound(_)) => {
-                tracing::warn!(workflow_id = %id, "task for an unknown workflow dropped");
-                Ok(())
-            }
-            Err(error @ (StoreError::Decode { .. } | StoreError::Corrupt { .. })) => {
-                tracing::error!(workflow_id = %id, %error, "workflow blocked: its history does not decode");
-                self.journal.metrics.blocked.inc();
-                self.journal
-                    .store
-                    .set_blocked(id, &error.to_string())
-                    .await?;
-                Ok(())
-            }
-            Err(error) => Err(error.into()),
+        let step = step.map_err(|error| TaskError::from_store(id, error))?;
+        if step.appended.is_some() {
+            self.journal.metrics.workflow_tasks.inc();
+            self.journal
+                .metrics
+                .workflow_task_time
+                .record(started.elapsed());
         }
+        Ok(())
     }
 
     /// A finished child's outcome, read from its history.
     async fn child_outcome(
         &self,
         done: &hcpflow_protocol::ChildDone,
-    ) -> anyhow::Result<Option<(Seq, WorkflowId, Result<serde_json::Value, WorkflowError>)>> {
+    ) -> Result<Option<(Seq, WorkflowId, Result<serde_json::Value, WorkflowError>)>, TaskError>
+    {
         let (started_seq, child_id) = (done.started_seq, done.child_id.clone());
         let history = match self.journal.load(&child_id).await {
             Ok(history) => history,
             Err(StoreError::NotFound(_)) => return Ok(None),
-            Err(error) => return Err(error.into()),
+            // The child's history is the child's to block on; the parent retries.
+            Err(error) => return Err(TaskError::Transient(error.into())),
         };
         let Some(terminal) = history.iter().find(|e| e.event.is_terminal()) else {
             return Ok(None);

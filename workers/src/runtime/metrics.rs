@@ -1,59 +1,79 @@
-//! Prometheus metrics: counters and a latency summary, served as text on `/metrics`.
+//! Prometheus metrics of a worker process: the counters, the outbox-lag gauge and
+//! the task latency histograms the roles update through [`Metrics`], their
+//! registration in a `prometheus-client` [`Registry`] under the `hcpflow_` names
+//! scrapers rely on, and the small listener ([`serve`]) that answers
+//! `GET /metrics` with the OpenMetrics text exposition.
 
-use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter as PromCounter;
+use prometheus_client::metrics::gauge::Gauge as PromGauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+/// The `Content-Type` of what [`Metrics::render`] produces: OpenMetrics text.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Upper bounds in seconds of the latency histogram buckets (`+Inf` is implied):
+/// from a millisecond (a workflow task on a warm cache) to fifteen minutes (a slow
+/// cloud activity attempt).
+const LATENCY_BUCKETS_SECONDS: [f64; 17] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+    300.0, 900.0,
+];
+
+/// A count that only goes up; exposed as `<name>_total`.
 #[derive(Debug, Default)]
-pub struct Counter(AtomicU64);
+pub struct Counter(PromCounter<u64, AtomicU64>);
 
 impl Counter {
     pub fn inc(&self) {
-        self.add(1);
+        self.0.inc();
     }
 
     pub fn add(&self, n: u64) {
-        self.0.fetch_add(n, Ordering::Relaxed);
+        self.0.inc_by(n);
     }
 
     pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
+        self.0.get()
     }
 }
 
 /// A value that goes up and down.
 #[derive(Debug, Default)]
-pub struct Gauge(AtomicU64);
+pub struct Gauge(PromGauge<u64, AtomicU64>);
 
 impl Gauge {
     pub fn set(&self, value: u64) {
-        self.0.store(value, Ordering::Relaxed);
+        self.0.set(value);
     }
 
     pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
+        self.0.get()
     }
 }
 
-/// Sum and count of durations in microseconds (a Prometheus summary without quantiles).
-#[derive(Debug, Default)]
-pub struct Timing {
-    sum_micros: AtomicU64,
-    count: AtomicU64,
+/// Durations, as a histogram in seconds (`_bucket`, `_sum`, `_count`).
+#[derive(Debug)]
+pub struct Timing(Histogram);
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self(Histogram::new(LATENCY_BUCKETS_SECONDS))
+    }
 }
 
 impl Timing {
-    pub fn record(&self, elapsed: std::time::Duration) {
-        self.sum_micros.fetch_add(
-            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
-        );
-        self.count.fetch_add(1, Ordering::Relaxed);
+    pub fn record(&self, elapsed: Duration) {
+        self.0.observe(elapsed.as_secs_f64());
     }
 }
 
@@ -78,107 +98,110 @@ pub struct Metrics {
     pub outbox_lag_ms: Gauge,
     pub workflow_task_time: Timing,
     pub activity_time: Timing,
+    /// Handles to the metrics above (they share their values), registered under
+    /// their exposed names on the first [`Metrics::render`].
+    registry: OnceLock<Registry>,
 }
 
 impl Metrics {
+    /// The OpenMetrics text exposition of every metric, ending with `# EOF`.
     pub fn render(&self) -> String {
+        let registry = self.registry.get_or_init(|| self.register());
         let mut out = String::new();
-        let counters: [(&str, &str, &Counter); 14] = [
+        encode(&mut out, registry).expect("encoding metrics into a String cannot fail");
+        out
+    }
+
+    /// The counters with their names (without the `hcpflow_` prefix and the `_total`
+    /// suffix, which the encoder adds) and help texts.
+    fn counters(&self) -> [(&'static str, &'static str, &Counter); 14] {
+        [
+            ("workflow_tasks", "workflow tasks run", &self.workflow_tasks),
             (
-                "hcpflow_workflow_tasks_total",
-                "workflow tasks run",
-                &self.workflow_tasks,
-            ),
-            (
-                "hcpflow_activity_tasks_total",
+                "activity_tasks",
                 "activity attempts run",
                 &self.activity_tasks,
             ),
             (
-                "hcpflow_eager_activity_tasks_total",
+                "eager_activity_tasks",
                 "activity tasks run where they were scheduled, without a trip through NATS",
                 &self.eager_tasks,
             ),
             (
-                "hcpflow_redeliveries_total",
+                "redeliveries",
                 "tasks NATS delivered more than once",
                 &self.redeliveries,
             ),
             (
-                "hcpflow_append_conflicts_total",
+                "append_conflicts",
                 "appends that lost a race and were retried",
                 &self.conflicts,
             ),
             (
-                "hcpflow_outbox_published_total",
+                "outbox_published",
                 "outbox rows and events published right after commit",
                 &self.published,
             ),
             (
-                "hcpflow_outbox_relayed_total",
+                "outbox_relayed",
                 "outbox rows and events published by the relay (what a crash left behind)",
                 &self.relayed,
             ),
             (
-                "hcpflow_blocked_total",
+                "blocked",
                 "workflows blocked by nondeterminism or a panic",
                 &self.blocked,
             ),
             (
-                "hcpflow_duplicate_outcomes_dropped_total",
+                "duplicate_outcomes_dropped",
                 "activity outcomes recorded already",
                 &self.duplicates_dropped,
             ),
+            ("api_requests", "API requests", &self.api_requests),
             (
-                "hcpflow_api_requests_total",
-                "API requests",
-                &self.api_requests,
-            ),
-            (
-                "hcpflow_api_errors_total",
+                "api_errors",
                 "API requests answered with an error",
                 &self.api_errors,
             ),
             (
-                "hcpflow_dead_lettered_total",
+                "dead_lettered",
                 "submissions rejected to the dead-letter stream",
                 &self.dead_lettered,
             ),
+            ("swept", "workflows the sweeper re-enqueued", &self.swept),
             (
-                "hcpflow_swept_total",
-                "workflows the sweeper re-enqueued",
-                &self.swept,
-            ),
-            (
-                "hcpflow_timers_fired_total",
+                "timers_fired",
                 "timers and retry backoffs fired",
                 &self.timers_fired,
             ),
-        ];
-        for (name, help, counter) in counters {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
-                counter.get()
-            );
+        ]
+    }
+
+    /// A registry holding handles to every metric, under the `hcpflow_` prefix.
+    fn register(&self) -> Registry {
+        let mut registry = Registry::with_prefix("hcpflow");
+        for (name, help, counter) in self.counters() {
+            registry.register(name, help, counter.0.clone());
         }
-        let _ = writeln!(
-            out,
-            "# HELP hcpflow_outbox_lag_milliseconds age of the oldest outbox row or unpublished event the relay last found\n# TYPE hcpflow_outbox_lag_milliseconds gauge\nhcpflow_outbox_lag_milliseconds {}",
-            self.outbox_lag_ms.get()
+        registry.register_with_unit(
+            "outbox_lag",
+            "age of the oldest outbox row or unpublished event the relay last found",
+            Unit::Other("milliseconds".to_owned()),
+            self.outbox_lag_ms.0.clone(),
         );
-        for (name, timing) in [
-            ("hcpflow_workflow_task_seconds", &self.workflow_task_time),
-            ("hcpflow_activity_seconds", &self.activity_time),
-        ] {
-            let sum = timing.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
-            let count = timing.count.load(Ordering::Relaxed);
-            let _ = writeln!(
-                out,
-                "# TYPE {name} summary\n{name}_sum {sum}\n{name}_count {count}"
-            );
-        }
-        out
+        registry.register_with_unit(
+            "workflow_task",
+            "time to run a workflow task that appended events",
+            Unit::Seconds,
+            self.workflow_task_time.0.clone(),
+        );
+        registry.register_with_unit(
+            "activity",
+            "time to run an activity attempt",
+            Unit::Seconds,
+            self.activity_time.0.clone(),
+        );
+        registry
     }
 }
 
@@ -200,15 +223,147 @@ pub async fn serve(
                     let mut request = [0u8; 1024];
                     let read = socket.read(&mut request).await.unwrap_or(0);
                     let head = String::from_utf8_lossy(&request[..read]);
-                    let response = if head.starts_with("GET /metrics") {
-                        let body = metrics.render();
-                        format!("HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len())
-                    } else {
-                        "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_owned()
-                    };
+                    let response = respond(&metrics, &head);
                     let _ = socket.write_all(response.as_bytes()).await;
                 });
             }
         }
+    }
+}
+
+/// The whole HTTP/1.1 response to a request starting with `head`.
+fn respond(metrics: &Metrics, head: &str) -> String {
+    if head.starts_with("GET /metrics") {
+        let body = metrics.render();
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {CONTENT_TYPE}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    } else {
+        "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every sample name exposed before the move to `prometheus-client`: scrapers
+    /// and dashboards depend on them.
+    const SAMPLE_NAMES: [&str; 19] = [
+        "hcpflow_workflow_tasks_total",
+        "hcpflow_activity_tasks_total",
+        "hcpflow_eager_activity_tasks_total",
+        "hcpflow_redeliveries_total",
+        "hcpflow_append_conflicts_total",
+        "hcpflow_outbox_published_total",
+        "hcpflow_outbox_relayed_total",
+        "hcpflow_blocked_total",
+        "hcpflow_duplicate_outcomes_dropped_total",
+        "hcpflow_api_requests_total",
+        "hcpflow_api_errors_total",
+        "hcpflow_dead_lettered_total",
+        "hcpflow_swept_total",
+        "hcpflow_timers_fired_total",
+        "hcpflow_outbox_lag_milliseconds",
+        "hcpflow_workflow_task_seconds_sum",
+        "hcpflow_workflow_task_seconds_count",
+        "hcpflow_activity_seconds_sum",
+        "hcpflow_activity_seconds_count",
+    ];
+
+    /// The value of the unlabelled sample `name`, parsed like the integration test
+    /// and a scraper read it.
+    fn sample(text: &str, name: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|value| value.trim().parse().ok())
+    }
+
+    #[test]
+    fn every_existing_sample_name_is_exposed() {
+        let text = Metrics::default().render();
+        for name in SAMPLE_NAMES {
+            assert_eq!(sample(&text, name), Some(0.0), "{name} in\n{text}");
+        }
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn types_units_and_help_are_declared() {
+        let text = Metrics::default().render();
+        for line in [
+            "# TYPE hcpflow_activity_tasks counter",
+            "# HELP hcpflow_activity_tasks activity attempts run.",
+            "# TYPE hcpflow_outbox_lag_milliseconds gauge",
+            "# UNIT hcpflow_outbox_lag_milliseconds milliseconds",
+            "# TYPE hcpflow_workflow_task_seconds histogram",
+            "# UNIT hcpflow_workflow_task_seconds seconds",
+            "# TYPE hcpflow_activity_seconds histogram",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        assert_eq!(text.matches("# TYPE ").count(), 17, "{text}");
+    }
+
+    #[test]
+    fn updates_after_the_first_render_show_in_the_next() {
+        let metrics = Metrics::default();
+        metrics.activity_tasks.inc();
+        let _ = metrics.render();
+        metrics.activity_tasks.add(2);
+        metrics.published.add(5);
+        metrics.outbox_lag_ms.set(42);
+        metrics.outbox_lag_ms.set(7);
+        let text = metrics.render();
+        assert_eq!(metrics.activity_tasks.get(), 3);
+        assert_eq!(metrics.outbox_lag_ms.get(), 7);
+        assert_eq!(sample(&text, "hcpflow_activity_tasks_total"), Some(3.0));
+        assert_eq!(sample(&text, "hcpflow_outbox_published_total"), Some(5.0));
+        assert_eq!(sample(&text, "hcpflow_outbox_lag_milliseconds"), Some(7.0));
+        assert!(
+            text.contains("\nhcpflow_activity_tasks_total 3\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn timings_are_histograms_in_seconds() {
+        let metrics = Metrics::default();
+        metrics.activity_time.record(Duration::from_millis(250));
+        metrics.activity_time.record(Duration::from_secs(2));
+        metrics
+            .workflow_task_time
+            .record(Duration::from_micros(700));
+        let text = metrics.render();
+        assert_eq!(sample(&text, "hcpflow_activity_seconds_count"), Some(2.0));
+        assert_eq!(sample(&text, "hcpflow_activity_seconds_sum"), Some(2.25));
+        assert_eq!(
+            sample(&text, "hcpflow_workflow_task_seconds_count"),
+            Some(1.0)
+        );
+        for (le, count) in [("0.25", 1.0), ("1.0", 1.0), ("2.5", 2.0), ("+Inf", 2.0)] {
+            let name = format!("hcpflow_activity_seconds_bucket{{le=\"{le}\"}}");
+            assert_eq!(sample(&text, &name), Some(count), "{name} in\n{text}");
+        }
+        let name = "hcpflow_workflow_task_seconds_bucket{le=\"0.001\"}";
+        assert_eq!(sample(&text, name), Some(1.0), "{text}");
+    }
+
+    #[test]
+    fn answers_get_metrics_and_nothing_else() {
+        let metrics = Metrics::default();
+        metrics.api_requests.inc();
+        let response = respond(&metrics, "GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n");
+        let (head, body) = response.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+        assert!(head.contains(&format!("\r\ncontent-type: {CONTENT_TYPE}\r\n")));
+        assert!(head.contains(&format!("\r\ncontent-length: {}\r\n", body.len())));
+        assert_eq!(sample(body, "hcpflow_api_requests_total"), Some(1.0));
+        let missing = respond(&metrics, "GET / HTTP/1.1\r\n\r\n");
+        assert!(
+            missing.starts_with("HTTP/1.1 404 Not Found\r\n"),
+            "{missing}"
+        );
     }
 }

@@ -4,7 +4,8 @@
 //! transaction ([`step`]),
 //! the decoded histories a process keeps ([`history_cache`]), running an activity here
 //! at once when this process can ([`eager`]), NATS streams, consumers and deliveries
-//! ([`nats`]), metrics, and the TLS provider.
+//! ([`nats`]), what a failed task's message becomes ([`task_error`]: ack, retry later
+//! or block), metrics, and the TLS provider.
 //!
 //! What it guarantees: every append commits its outgoing messages with it (the outbox)
 //! and publishes them after the commit; a conflicting append is detected, never
@@ -19,4 +20,5 @@ pub mod nats;
 pub mod outgoing;
 pub mod publish;
 pub mod step;
+pub mod task_error;
 pub mod tls;
