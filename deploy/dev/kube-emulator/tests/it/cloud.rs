@@ -525,7 +525,7 @@ async fn the_operators_make_privatelink_and_the_default_security_group_in_moto_a
         assert!(is(&pool, "AWSSecurityGroupAvailable", "True"), "{pool}");
     }
     for (service, _) in [("private-router", 443), ("kube-apiserver-private", 6443)] {
-        eventually("two zones", 10, || {
+        eventually("two zones", 30, || {
             endpoint_in(&moto, &vpc, &name, service, &subnets[..2])
         })
         .await;
@@ -540,7 +540,7 @@ async fn the_operators_make_privatelink_and_the_default_security_group_in_moto_a
     .await;
     let mut endpoints = Vec::new();
     for (service, port) in [("private-router", 443), ("kube-apiserver-private", 6443)] {
-        let found = eventually("three zones", 20, || {
+        let found = eventually("three zones", 45, || {
             endpoint_in(&moto, &vpc, &name, service, &subnets)
         })
         .await;

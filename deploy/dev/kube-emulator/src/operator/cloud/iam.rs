@@ -164,8 +164,9 @@ async fn read_role(clients: &Clients, account: &str, role_name: &str, issuer: &s
     }
 }
 
-/// The statements of a policy document, as IAM returns it (URL-encoded JSON) or plain.
-fn parse_document(document: &str) -> Vec<Statement> {
+/// The statements of a policy document, as IAM returns it (URL-encoded JSON) or plain,
+/// as JSON values (one statement or a list; nothing when it is not a policy).
+pub(super) fn raw_statements(document: &str) -> Vec<Value> {
     let text = if document.trim_start().starts_with('{') {
         document.to_owned()
     } else {
@@ -176,22 +177,29 @@ fn parse_document(document: &str) -> Vec<Statement> {
     let Ok(value) = serde_json::from_str::<Value>(&text) else {
         return Vec::new();
     };
-    let statements = match &value["Statement"] {
+    match &value["Statement"] {
         Value::Array(list) => list.clone(),
         one @ Value::Object(_) => vec![one.clone()],
         _ => Vec::new(),
-    };
-    let strings = |v: &Value| -> Vec<String> {
-        match v {
-            Value::String(s) => vec![s.clone()],
-            Value::Array(list) => list
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect(),
-            _ => Vec::new(),
-        }
-    };
+    }
+}
+
+/// A policy field that is one string or a list of them.
+pub(super) fn strings(v: &Value) -> Vec<String> {
+    match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(list) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The statements of a policy document, parsed for the action check.
+fn parse_document(document: &str) -> Vec<Statement> {
+    let statements = raw_statements(document);
     let patterns = |statement: &Value, positive: &str, negative: &str| {
         if let Some(v) = statement.get(positive) {
             Patterns::Any(strings(v))

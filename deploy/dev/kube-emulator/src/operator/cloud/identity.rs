@@ -35,7 +35,7 @@ use serde_json::Value;
 
 use super::aws::{sdk, unless_not_found, AwsError, Clients, Service};
 use super::conditions::{condition, ALL_IS_WELL, STATUS_UNKNOWN, VALID_IDENTITY_PROVIDER};
-use super::iam::{glob, Cpo};
+use super::iam::{glob, raw_statements, strings, Cpo};
 use super::spec::Cluster;
 
 /// `hyperv1.InvalidIdentityProvider`.
@@ -122,32 +122,7 @@ fn under(prefix: &str, name: &str) -> String {
 /// `sts:AssumeRoleWithWebIdentity` to that federated principal (or to `*`) and no Deny.
 /// `Condition` blocks are not evaluated.
 fn trusts(document: &str, provider_arn: &str) -> bool {
-    let text = if document.trim_start().starts_with('{') {
-        document.to_owned()
-    } else {
-        percent_encoding::percent_decode_str(document)
-            .decode_utf8_lossy()
-            .into_owned()
-    };
-    let Ok(value) = serde_json::from_str::<Value>(&text) else {
-        return false;
-    };
-    let statements = match &value["Statement"] {
-        Value::Array(list) => list.clone(),
-        one @ Value::Object(_) => vec![one.clone()],
-        _ => Vec::new(),
-    };
-    let strings = |v: &Value| -> Vec<String> {
-        match v {
-            Value::String(s) => vec![s.clone()],
-            Value::Array(list) => list
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect(),
-            _ => Vec::new(),
-        }
-    };
+    let statements = raw_statements(document);
     let applies = |s: &Value| {
         let action = "sts:assumerolewithwebidentity";
         let actions = match (s.get("Action"), s.get("NotAction")) {
