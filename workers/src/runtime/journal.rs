@@ -25,8 +25,14 @@ use crate::runtime::metrics::Metrics;
 use crate::runtime::outgoing::Outgoing;
 use crate::runtime::publish::Published;
 
-/// How many workflows' histories a process keeps decoded between steps.
-const HISTORY_CACHE_CAPACITY: usize = 4096;
+/// How many bytes of decoded histories a process keeps between steps (an estimate of
+/// their memory; see `history_cache.rs`). A mid-flight `create_hosted_cluster` history
+/// (~200 events) weighs ~250–400 KiB, so 256 MiB keeps about 700–1,000 of them, or tens
+/// of thousands of short ones (a `noop_chain` history weighs a few KiB): more than the
+/// workflows a process steps at once, and a fixed share of a server's memory whatever
+/// the histories' lengths. The count bound it replaces (4,096 histories) let the same
+/// cache reach 1–2 GiB on cluster histories and had no limit on longer ones.
+const HISTORY_CACHE_BUDGET: u64 = 256 * 1024 * 1024;
 
 /// What one append writes besides its events.
 #[derive(Debug, Default)]
@@ -75,7 +81,7 @@ impl Journal {
             metrics,
             catalog,
             published: Mutex::new(Published::default()),
-            history_cache: HistoryCache::new(HISTORY_CACHE_CAPACITY),
+            history_cache: HistoryCache::new(HISTORY_CACHE_BUDGET),
             eager: std::sync::OnceLock::new(),
         }
     }
