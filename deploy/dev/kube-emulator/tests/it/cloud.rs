@@ -769,7 +769,8 @@ async fn the_operators_make_privatelink_and_the_default_security_group_in_moto_a
     );
     post(&emu, &hcs, &fake).await;
     let fake_path = format!("{hcs}/{fake_name}");
-    let failing = wait(&emu, &fake_path, 30, |_, hc| {
+    // The cloud side reaches it after its pass over the other clusters: room for a slow pass.
+    let failing = wait(&emu, &fake_path, 90, |_, hc| {
         is(hc, "ValidAWSIdentityProvider", "False")
     })
     .await;
