@@ -86,22 +86,17 @@ pub async fn settle(
         }
         other => other,
     };
-    match (disposition, outcome) {
-        (Disposition::RetryLater, Err(error)) => {
+    if disposition == Disposition::RetryLater {
+        if let Err(error) = &outcome {
             tracing::warn!(workflow_id = %id, %error, "task failed; NATS will deliver it again");
-            let _ = message.ack_with(AckKind::Nak(Some(pause))).await;
         }
-        (Disposition::RetryLater, Ok(())) => {
-            let _ = message.ack_with(AckKind::Nak(Some(pause))).await;
-        }
-        (_, Err(TaskError::UnknownWorkflow(_))) => {
-            tracing::warn!(workflow_id = %id, "task for an unknown workflow dropped");
-            let _ = message.ack().await;
-        }
-        _ => {
-            let _ = message.ack().await;
-        }
+        let _ = message.ack_with(AckKind::Nak(Some(pause))).await;
+        return;
     }
+    if let Err(TaskError::UnknownWorkflow(_)) = &outcome {
+        tracing::warn!(workflow_id = %id, "task for an unknown workflow dropped");
+    }
+    let _ = message.ack().await;
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::{DuplicateWorkflowType, WorkflowContext, WorkflowError, WorkflowRegistry};
+use crate::{
+    scrub_quoted, DuplicateWorkflowType, WorkflowContext, WorkflowError, WorkflowRegistry,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -45,27 +47,7 @@ impl TypeInfo {
 pub fn decodes_as<T: DeserializeOwned>(input: &Value) -> Result<(), Vec<String>> {
     serde_json::from_value::<T>(input.clone())
         .map(|_| ())
-        .map_err(|error| vec![format!("input: {}", scrub_values(&error.to_string()))])
-}
-
-/// Quoted values elided from a serde message (secrets must not reach errors).
-pub use crate::scrub_quoted as scrub_values;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quoted_values_are_elided() {
-        assert_eq!(
-            scrub_values("invalid type: string \"hunter2\", expected u32"),
-            "invalid type: string \"…\", expected u32"
-        );
-        assert_eq!(
-            scrub_values("missing field `steps`"),
-            "missing field `steps`"
-        );
-    }
+        .map_err(|error| vec![format!("input: {}", scrub_quoted(&error.to_string()))])
 }
 
 #[derive(Debug, Default)]
@@ -110,5 +92,22 @@ impl Catalog {
 
     pub fn shared(self) -> Arc<Self> {
         Arc::new(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scrub_quoted;
+
+    #[test]
+    fn quoted_values_are_elided() {
+        assert_eq!(
+            scrub_quoted("invalid type: string \"hunter2\", expected u32"),
+            "invalid type: string \"…\", expected u32"
+        );
+        assert_eq!(
+            scrub_quoted("missing field `steps`"),
+            "missing field `steps`"
+        );
     }
 }

@@ -31,6 +31,20 @@ pub(crate) struct Moto {
     pub(crate) s3: aws_sdk_s3::Client,
 }
 
+/// The dev stack's moto endpoint; `None` (the test skips) outside the stack, which
+/// `make test` (HCPFLOW_REQUIRE_STACK) turns into a failure.
+pub(crate) fn moto_endpoint() -> Option<String> {
+    let endpoint = std::env::var("HCPFLOW_DEV_MOTO_ENDPOINT").ok();
+    if endpoint.is_none() {
+        assert!(
+            std::env::var_os("HCPFLOW_REQUIRE_STACK").is_none(),
+            "the dev stack's HCPFLOW_DEV_MOTO_ENDPOINT must be set under make test"
+        );
+        eprintln!("skipping: it needs the dev stack's moto; run `make test` or load .dev/env");
+    }
+    endpoint
+}
+
 pub(crate) async fn moto(endpoint: &str) -> Moto {
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new(REGION))
@@ -416,12 +430,7 @@ async fn target_groups(moto: &Moto, namespace: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operators_make_privatelink_and_the_default_security_group_in_moto_and_remove_them() {
-    let Ok(endpoint_url) = std::env::var("HCPFLOW_DEV_MOTO_ENDPOINT") else {
-        assert!(
-            std::env::var_os("HCPFLOW_REQUIRE_STACK").is_none(),
-            "the dev stack's HCPFLOW_DEV_MOTO_ENDPOINT must be set under make test"
-        );
-        eprintln!("skipping: it needs the dev stack's moto; run `make test` or load .dev/env");
+    let Some(endpoint_url) = moto_endpoint() else {
         return;
     };
     let moto = moto(&endpoint_url).await;

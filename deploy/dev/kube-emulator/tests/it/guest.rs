@@ -567,12 +567,7 @@ async fn remove_left_behind(moto: &Moto, place: &Where<'_>, name: &str, guest: &
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_guest_makes_its_cloud_resources_and_only_the_annotation_has_them_removed() {
-    let Ok(endpoint_url) = std::env::var("HCPFLOW_DEV_MOTO_ENDPOINT") else {
-        assert!(
-            std::env::var_os("HCPFLOW_REQUIRE_STACK").is_none(),
-            "the dev stack's HCPFLOW_DEV_MOTO_ENDPOINT must be set under make test"
-        );
-        eprintln!("skipping: it needs the dev stack's moto; run `make test` or load .dev/env");
+    let Some(endpoint_url) = moto_endpoint() else {
         return;
     };
     let moto = moto(&endpoint_url).await;
