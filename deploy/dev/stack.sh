@@ -139,15 +139,38 @@ stop_one() {
   pid=$(<"$file")
   log "stopping $name (pid $pid)"
   kill -"$signal" "$pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do
-    kill -0 "$pid" 2>/dev/null || break
+  # JetStream's shutdown writes every stream's state: seconds with many streams.
+  wait_gone "$pid" 300 || {
+    log "$name did not stop in 30s; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+    # Its port is free only once it is gone.
+    wait_gone "$pid" 100 || die "$name (pid $pid) survived SIGKILL"
+  }
+  rm -f "$file"
+}
+
+# Waits up to $2 tenths of a second for process $1 to exit.
+wait_gone() {
+  local pid=$1 tenths=$2
+  for _ in $(seq 1 "$tenths"); do
+    kill -0 "$pid" 2>/dev/null || return 0
     sleep 0.1
   done
-  if kill -0 "$pid" 2>/dev/null; then
-    log "$name did not stop in 10s; killing it"
-    kill -KILL "$pid" 2>/dev/null || true
+  ! kill -0 "$pid" 2>/dev/null
+}
+
+# Test runs make their streams under throw-away prefixes (`t<digits>…`, streams
+# `T<digits>…`) and leave them; with thousands, JetStream takes seconds to start and
+# stop. While NATS is down, `up` removes them: they belong to finished test runs.
+prune_test_streams() {
+  local streams="$dev/nats/jetstream/\$G/streams"
+  [[ -d $streams ]] || return 0
+  local stale
+  stale=$(find "$streams" -mindepth 1 -maxdepth 1 -type d -name 'T[0-9]*' | wc -l)
+  if (( stale > 0 )); then
+    log "removing $stale streams left by earlier test runs"
+    find "$streams" -mindepth 1 -maxdepth 1 -type d -name 'T[0-9]*' -exec rm -rf {} +
   fi
-  rm -f "$file"
 }
 
 # Refuses to start a server on a port another process already listens on: a foreign
@@ -428,6 +451,7 @@ up() {
     return
   fi
   start_postgres
+  running nats "nats-server" || prune_test_streams
   start_nats
   start_moto
   start_aws_proxy

@@ -7,10 +7,17 @@ use serde_json::{json, Value};
 
 use crate::connection::{connect, NatsConfig};
 use crate::error::{ApiError, ErrorCode};
+use crate::replies::{HistoryEntry, WorkflowView};
+use crate::requests::{ApiRequest, DescribeRequest, HistoryRequest, ListRequest};
 use crate::subjects::Subjects;
+use hcpflow_engine::{Seq, WorkflowId};
 
 /// How long one request may wait for its reply.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The page sizes the paging calls ask for: the most the server gives for workflows;
+/// fewer events, which can be large, so a page stays well under NATS's payload limit.
+const WORKFLOW_PAGE: u32 = 1000;
+const HISTORY_PAGE: u32 = 500;
 
 /// Why a call did not return the reply's fields.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +32,9 @@ pub enum CallError {
     TimedOut { subject: String },
     #[error("request on {subject}: {message}")]
     Transport { subject: String, message: String },
+    /// The reply does not have the protocol's shape (a server of another version?).
+    #[error("the reply on {subject} does not match the protocol: {message}")]
+    Unexpected { subject: String, message: String },
 }
 
 #[derive(Debug, Clone)]
@@ -85,69 +95,78 @@ impl ApiClient {
         Err(ApiError::new(code, message).into())
     }
 
-    /// `describe`: the `workflow` object.
-    pub async fn describe(&self, workflow_id: &str) -> Result<Value, CallError> {
-        let mut reply = self
-            .call("describe", json!({"workflow_id": workflow_id}))
-            .await?;
-        Ok(reply["workflow"].take())
+    /// Sends a typed request to its verb; the reply's fields, typed.
+    pub async fn request<R: ApiRequest>(&self, request: &R) -> Result<R::Reply, CallError> {
+        let body = serde_json::to_value(request).unwrap_or_default();
+        let reply = self.call(R::VERB, body).await?;
+        serde_json::from_value(reply).map_err(|error| CallError::Unexpected {
+            subject: self.subjects.api(R::VERB),
+            message: error.to_string(),
+        })
+    }
+
+    /// `describe`: one workflow's summary.
+    pub async fn describe(&self, workflow_id: &WorkflowId) -> Result<WorkflowView, CallError> {
+        let request = DescribeRequest {
+            workflow_id: workflow_id.clone(),
+        };
+        Ok(self.request(&request).await?.workflow)
     }
 
     /// Every history entry from `from_seq` on, following the cursor.
     pub async fn history_from(
         &self,
-        workflow_id: &str,
-        from_seq: u64,
-    ) -> Result<Vec<Value>, CallError> {
+        workflow_id: &WorkflowId,
+        from_seq: Seq,
+    ) -> Result<Vec<HistoryEntry>, CallError> {
         self.history_pages(workflow_id, from_seq, false).await
     }
 
     /// As [`Self::history_from`], each entry with `body`: the exact bytes that were hashed.
     pub async fn history_from_raw(
         &self,
-        workflow_id: &str,
-        from_seq: u64,
-    ) -> Result<Vec<Value>, CallError> {
+        workflow_id: &WorkflowId,
+        from_seq: Seq,
+    ) -> Result<Vec<HistoryEntry>, CallError> {
         self.history_pages(workflow_id, from_seq, true).await
     }
 
     async fn history_pages(
         &self,
-        workflow_id: &str,
-        from_seq: u64,
+        workflow_id: &WorkflowId,
+        from_seq: Seq,
         raw: bool,
-    ) -> Result<Vec<Value>, CallError> {
+    ) -> Result<Vec<HistoryEntry>, CallError> {
         let mut events = Vec::new();
-        let mut request =
-            json!({"workflow_id": workflow_id, "from_seq": from_seq, "limit": 500, "raw": raw});
+        let mut request = HistoryRequest {
+            workflow_id: workflow_id.clone(),
+            from_seq: Some(from_seq),
+            limit: Some(HISTORY_PAGE),
+            cursor: None,
+            raw,
+        };
         loop {
-            let mut reply = self.call("history", request.clone()).await?;
-            if let Value::Array(page) = reply["events"].take() {
-                events.extend(page);
-            }
-            match reply["cursor"].as_str() {
-                Some(cursor) => {
-                    request = json!({"workflow_id": workflow_id, "cursor": cursor, "limit": 500, "raw": raw})
-                }
+            let page = self.request(&request).await?;
+            events.extend(page.events);
+            match page.cursor {
+                Some(cursor) => request.cursor = Some(cursor),
                 None => return Ok(events),
             }
         }
     }
 
     /// Every workflow the filter selects, following the cursor.
-    pub async fn list_all(&self, filter: Value) -> Result<Vec<Value>, CallError> {
+    pub async fn list_all(&self, filter: ListRequest) -> Result<Vec<WorkflowView>, CallError> {
         let mut workflows = Vec::new();
-        let mut request = filter.clone();
+        let mut request = ListRequest {
+            limit: filter.limit.or(Some(WORKFLOW_PAGE)),
+            ..filter
+        };
         loop {
-            let mut reply = self.call("list", request.clone()).await?;
-            if let Value::Array(page) = reply["workflows"].take() {
-                workflows.extend(page);
-            }
-            match reply["cursor"].as_str() {
-                Some(cursor) => {
-                    request = filter.clone();
-                    request["cursor"] = json!(cursor);
-                }
+            let page = self.request(&request).await?;
+            workflows.extend(page.workflows);
+            match page.cursor {
+                Some(cursor) => request.cursor = Some(cursor),
                 None => return Ok(workflows),
             }
         }

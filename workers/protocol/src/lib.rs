@@ -4,7 +4,8 @@
 //!
 //! - [`subjects`]: every subject and stream name, from one prefix;
 //! - [`error`]: the replies' shape and error codes, and the checks every body passes;
-//! - [`requests`]: request bodies with a type of their own (a start);
+//! - [`requests`]: one request body per verb, with the engine's validated ids;
+//! - [`replies`]: the replies, and the history entry read through the engine's `Event`;
 //! - [`tasks`]: the internal task messages, whose workflow ids and seqs are validated
 //!   types (a wrong one does not decode);
 //! - [`connection`]: connecting to NATS (credentials, TLS, retry while it starts);
@@ -13,6 +14,7 @@
 pub mod client;
 pub mod connection;
 pub mod error;
+pub mod replies;
 pub mod requests;
 pub mod subjects;
 pub mod tasks;
@@ -20,6 +22,13 @@ pub mod tasks;
 pub use client::{ApiClient, CallError};
 pub use connection::{connect, NatsConfig, Secret};
 pub use error::{ok_reply, parse_body, ApiError, ErrorCode};
-pub use requests::StartRequest;
+pub use replies::{
+    CancelReply, ClusterView, ClustersReply, DescribeReply, EmptyReply, HistoryEntry, HistoryPage,
+    ListReply, StartReply, StartStatus, WorkflowView,
+};
+pub use requests::{
+    ApiRequest, CancelRequest, ClustersRequest, DescribeRequest, HistoryRequest, ListRequest,
+    SignalRequest, StartRequest, VerifyRequest, VERBS,
+};
 pub use subjects::{InvalidPrefix, StreamRole, Subjects};
 pub use tasks::{ActivityTaskMessage, ChildDone, WorkflowTask, PARENT_HEADER};

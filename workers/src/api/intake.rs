@@ -20,22 +20,7 @@ use crate::api::views::store_error;
 use crate::runtime::decide::add_commands;
 use crate::runtime::journal::{Journal, Write};
 use hcpflow_engine::Catalog;
-use hcpflow_protocol::{ApiError, ErrorCode, StartRequest};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StartStatus {
-    Started,
-    AlreadyStarted,
-}
-
-impl StartStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Started => "started",
-            Self::AlreadyStarted => "already_started",
-        }
-    }
-}
+use hcpflow_protocol::{ApiError, ErrorCode, StartRequest, StartStatus};
 
 #[derive(Debug)]
 pub struct Intake {

@@ -8,17 +8,20 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use hcpflow_engine::event::{CancelRequested, SignalReceived};
-use hcpflow_engine::{Seq, WorkflowId, WorkflowStatus};
+use hcpflow_engine::{Seq, WorkflowId};
 use hcpflow_eventstore::WorkflowFilter;
 use serde_json::{json, Map, Value};
 use tokio::sync::{watch, Semaphore};
 
-use crate::api::fields::{finish, parse_start, placeholder, Fields};
+use crate::api::fields::{Fields, DEFAULT_PAGE};
 use crate::api::intake::Intake;
 use crate::api::views::{cluster_view, history_entry, store_error, workflow_view};
 use crate::runtime::journal::Write;
 use hcpflow_protocol::subjects::StreamRole;
-use hcpflow_protocol::{ok_reply, parse_body, ApiError, ErrorCode};
+use hcpflow_protocol::{
+    ok_reply, parse_body, ApiError, ApiRequest, CancelRequest, ClustersRequest, DescribeRequest,
+    ErrorCode, HistoryRequest, ListRequest, SignalRequest, StartRequest, VerifyRequest,
+};
 
 #[derive(Debug)]
 pub struct Api {
@@ -85,61 +88,46 @@ impl Api {
 
     /// Handles one request body for `verb`.
     pub async fn handle(&self, verb: &str, body: &[u8]) -> Result<Value, ApiError> {
-        let fields = parse_body(body, self.max_body_bytes)?;
-        let fields = Fields(fields);
+        let fields = Fields(parse_body(body, self.max_body_bytes)?);
         match verb {
-            "start" => self.start(&fields).await,
-            "describe" => self.describe(&fields).await,
-            "list" => self.list(&fields).await,
-            "history" => self.history(&fields).await,
-            "signal" => self.signal(&fields).await,
-            "cancel" => self.cancel(&fields).await,
-            "clusters" => self.clusters(&fields).await,
-            "verify" => self.verify(&fields).await,
+            StartRequest::VERB => self.start(fields.read()?).await,
+            DescribeRequest::VERB => self.describe(fields.read()?).await,
+            ListRequest::VERB => self.list(fields.read()?).await,
+            HistoryRequest::VERB => self.history(fields.read()?).await,
+            SignalRequest::VERB => self.signal(fields.read()?).await,
+            CancelRequest::VERB => self.cancel(fields.read()?).await,
+            ClustersRequest::VERB => self.clusters(fields.read()?).await,
+            VerifyRequest::VERB => self.verify(fields.read()?).await,
             other => Err(ApiError::invalid(format!(
                 "unknown verb {other:?}; the API has start, signal, cancel, describe, list, history, clusters and verify"
             ))),
         }
     }
 
-    async fn start(&self, fields: &Fields) -> Result<Value, ApiError> {
-        let request = parse_start(fields)?;
+    async fn start(&self, request: StartRequest) -> Result<Value, ApiError> {
         let (id, status) = self.intake.start(request).await?;
         Ok(json!({"workflow_id": id.as_str(), "status": status.as_str()}))
     }
 
-    async fn describe(&self, fields: &Fields) -> Result<Value, ApiError> {
-        let mut problems = Vec::new();
-        let id = fields.workflow_id("workflow_id", &mut problems);
-        finish(problems)?;
+    async fn describe(&self, request: DescribeRequest) -> Result<Value, ApiError> {
         let summary = self
             .store()
-            .get_workflow(&id.unwrap_or_else(placeholder))
+            .get_workflow(&request.workflow_id)
             .await
             .map_err(store_error)?;
         Ok(json!({"workflow": workflow_view(&summary)}))
     }
 
-    async fn list(&self, fields: &Fields) -> Result<Value, ApiError> {
-        let mut problems = Vec::new();
-        let status = fields
-            .optional_string("status", &mut problems)
-            .and_then(|text| {
-                text.parse::<WorkflowStatus>()
-                    .map_err(|_| problems.push(format!("status: {text:?} is not a status")))
-                    .ok()
-            });
+    async fn list(&self, request: ListRequest) -> Result<Value, ApiError> {
         let filter = WorkflowFilter {
-            status,
-            workflow_type: fields.optional_string("workflow_type", &mut problems),
-            concurrency_key: fields.optional_string("concurrency_key", &mut problems),
+            status: request.status,
+            workflow_type: request.workflow_type,
+            concurrency_key: request.concurrency_key,
         };
-        let limit = fields.limit(&mut problems);
-        let cursor = fields.optional_string("cursor", &mut problems);
-        finish(problems)?;
+        let limit = request.limit.unwrap_or(DEFAULT_PAGE);
         let page = self
             .store()
-            .list_workflows(&filter, limit, cursor.as_deref())
+            .list_workflows(&filter, limit, request.cursor.as_deref())
             .await
             .map_err(store_error)?;
         Ok(json!({
@@ -150,15 +138,14 @@ impl Api {
 
     /// The cluster registry: live clusters (and with `include_destroyed`, destroyed
     /// ones), newest first; `name` narrows it to one name.
-    async fn clusters(&self, fields: &Fields) -> Result<Value, ApiError> {
-        let mut problems = Vec::new();
-        let name = fields.optional_string("name", &mut problems);
-        let include_destroyed = fields.optional_bool("include_destroyed", &mut problems);
-        let limit = fields.limit(&mut problems);
-        finish(problems)?;
+    async fn clusters(&self, request: ClustersRequest) -> Result<Value, ApiError> {
         let clusters = self
             .store()
-            .list_clusters(name.as_deref(), include_destroyed.unwrap_or(false), limit)
+            .list_clusters(
+                request.name.as_deref(),
+                request.include_destroyed,
+                request.limit.unwrap_or(DEFAULT_PAGE),
+            )
             .await
             .map_err(store_error)?;
         Ok(json!({"clusters": clusters.iter().map(cluster_view).collect::<Vec<_>>()}))
@@ -169,11 +156,8 @@ impl Api {
     /// signed checkpoint in Postgres and on the witness stream, the history's hash at
     /// each checkpoint's seq, the workflow's status, and this server's audit public key.
     /// Checking the signatures is the caller's job, with the key it trusts.
-    async fn verify(&self, fields: &Fields) -> Result<Value, ApiError> {
-        let mut problems = Vec::new();
-        let id = fields.workflow_id("workflow_id", &mut problems);
-        finish(problems)?;
-        let id = id.unwrap_or_else(placeholder);
+    async fn verify(&self, request: VerifyRequest) -> Result<Value, ApiError> {
+        let id = request.workflow_id;
         let summary = self.store().get_workflow(&id).await.map_err(store_error)?;
         let mut reply = match self.store().verify_history(&id).await {
             Ok(verified) => json!({
@@ -254,26 +238,15 @@ impl Api {
         }
     }
 
-    async fn history(&self, fields: &Fields) -> Result<Value, ApiError> {
-        let mut problems = Vec::new();
-        let id = fields.workflow_id("workflow_id", &mut problems);
-        let from_seq = fields.optional_u64("from_seq", &mut problems);
-        let limit = fields.limit(&mut problems);
-        let cursor = fields.optional_string("cursor", &mut problems);
-        let raw = fields.optional_bool("raw", &mut problems).unwrap_or(false);
-        let from = match (&cursor, from_seq) {
-            (Some(cursor), _) => cursor
-                .parse::<Seq>()
-                .map_err(|_| problems.push(format!("cursor: {cursor:?} was not issued by history")))
-                .ok(),
-            (None, Some(from)) => Seq::new(from)
-                .map_err(|_| problems.push("from_seq: must be at least 1".into()))
-                .ok(),
-            (None, None) => Some(Seq::FIRST),
+    async fn history(&self, request: HistoryRequest) -> Result<Value, ApiError> {
+        let id = request.workflow_id;
+        // The cursor was checked when the request was read.
+        let from = match &request.cursor {
+            Some(cursor) => cursor.parse::<Seq>().unwrap_or(Seq::FIRST),
+            None => request.from_seq.unwrap_or(Seq::FIRST),
         };
-        finish(problems)?;
-        let id = id.unwrap_or_else(placeholder);
-        let from = from.unwrap_or(Seq::FIRST);
+        let limit = request.limit.unwrap_or(DEFAULT_PAGE);
+        let raw = request.raw;
         // Distinguish "no such workflow" from "no events from here".
         self.store().get_workflow(&id).await.map_err(store_error)?;
         let page = self
@@ -299,17 +272,12 @@ impl Api {
         }))
     }
 
-    async fn signal(&self, fields: &Fields) -> Result<Value, ApiError> {
-        let mut problems = Vec::new();
-        let id = fields.workflow_id("workflow_id", &mut problems);
-        let name = fields.required_string("signal", &mut problems);
-        let payload = fields.required("payload", &mut problems);
-        finish(problems)?;
-        let (id, name, payload) = (
-            id.unwrap_or_else(placeholder),
-            name.unwrap_or_default(),
-            payload.unwrap_or(Value::Null),
-        );
+    async fn signal(&self, request: SignalRequest) -> Result<Value, ApiError> {
+        let SignalRequest {
+            workflow_id: id,
+            signal: name,
+            payload,
+        } = request;
         self.append_input(&id, || {
             SignalReceived {
                 name: name.clone(),
@@ -321,12 +289,11 @@ impl Api {
         Ok(json!({}))
     }
 
-    async fn cancel(&self, fields: &Fields) -> Result<Value, ApiError> {
-        let mut problems = Vec::new();
-        let id = fields.workflow_id("workflow_id", &mut problems);
-        let reason = fields.optional_string("reason", &mut problems);
-        finish(problems)?;
-        let id = id.unwrap_or_else(placeholder);
+    async fn cancel(&self, request: CancelRequest) -> Result<Value, ApiError> {
+        let CancelRequest {
+            workflow_id: id,
+            reason,
+        } = request;
         self.append_input(&id, || {
             CancelRequested {
                 reason: reason.clone(),

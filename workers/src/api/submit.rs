@@ -7,10 +7,10 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use crate::api::fields::{parse_start, Fields};
+use crate::api::fields::Fields;
 use crate::api::intake::Intake;
 use crate::runtime::nats::Deliveries;
-use hcpflow_protocol::{parse_body, ApiError, ErrorCode};
+use hcpflow_protocol::{parse_body, ApiError, ErrorCode, StartRequest};
 
 #[derive(Debug)]
 pub struct Submissions {
@@ -57,7 +57,7 @@ impl Submissions {
 
     async fn accept(&self, body: &[u8]) -> Result<(), ApiError> {
         let map = parse_body(body, self.max_body_bytes)?;
-        let request = parse_start(&Fields(map))?;
+        let request = Fields(map).read::<StartRequest>()?;
         self.intake.start(request).await.map(|_| ())
     }
 

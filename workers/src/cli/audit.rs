@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use hcpflow_engine::{AuditPublicKey, AuditSigningKey, Checkpoint, HistoryEvent, WorkflowId};
+use hcpflow_engine::{AuditPublicKey, AuditSigningKey, Checkpoint, HistoryEvent, Seq, WorkflowId};
 use serde_json::{json, Value};
 
 use crate::cli::cluster::{cluster_workflows, OutputArgs, OutputFormat};
@@ -22,7 +22,7 @@ use crate::cli::timeline::Timeline;
 use hcpflow_audit::evidence::Evidence;
 use hcpflow_audit::file::{self as audit_file, Header, RawEvent};
 use hcpflow_audit::replay::{replay, ReplayReport};
-use hcpflow_protocol::client::ApiClient;
+use hcpflow_protocol::{ApiClient, VerifyRequest};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum AuditCommand {
@@ -33,7 +33,7 @@ pub enum AuditCommand {
         #[command(flatten)]
         key: PublicKeyArgs,
         /// Workflow ids.
-        workflow_ids: Vec<String>,
+        workflow_ids: Vec<WorkflowId>,
         /// Every workflow of this cluster (its create and what followed), oldest first.
         #[arg(long)]
         cluster: Option<String>,
@@ -43,13 +43,13 @@ pub enum AuditCommand {
     /// Re-run today's workflow code against a recorded history: "deterministic", or the
     /// first divergence; then the resource ledger and what a destroy would run.
     Replay {
-        workflow_id: String,
+        workflow_id: WorkflowId,
         #[command(flatten)]
         output: OutputArgs,
     },
     /// Write a workflow's chain and signed head to a self-contained JSON-lines file.
     Export {
-        workflow_id: String,
+        workflow_id: WorkflowId,
         #[arg(long)]
         out: PathBuf,
     },
@@ -69,7 +69,7 @@ pub enum AuditCommand {
     },
     /// The workflow's steps, retries and compensations in time.
     Timeline {
-        workflow_id: String,
+        workflow_id: WorkflowId,
         /// Also write a Gantt-style HTML page here.
         #[arg(long)]
         html: Option<PathBuf>,
@@ -92,12 +92,7 @@ impl AuditCommand {
                 let api = connect().await?;
                 if let Some(cluster) = &cluster {
                     let (_, workflows) = cluster_workflows(&api, cluster).await?;
-                    workflow_ids.extend(
-                        workflows
-                            .iter()
-                            .rev()
-                            .filter_map(|w| w["workflow_id"].as_str().map(str::to_owned)),
-                    );
+                    workflow_ids.extend(workflows.iter().rev().map(|w| w.workflow_id.clone()));
                 }
                 if workflow_ids.is_empty() {
                     bail!("name workflow ids, or --cluster NAME");
@@ -109,10 +104,9 @@ impl AuditCommand {
                 output,
             } => {
                 let api = connect().await?;
-                let id = WorkflowId::new(workflow_id.clone())?;
                 let raw = raw_history(&api, &workflow_id).await?;
-                let history = decode(&id, &raw)?;
-                let report = replay_with_this_build(&id, &history)?;
+                let history = decode(&workflow_id, &raw)?;
+                let report = replay_with_this_build(&workflow_id, &history)?;
                 print_replay(&workflow_id, &report, output.output)
             }
             AuditCommand::Export { workflow_id, out } => {
@@ -128,29 +122,7 @@ impl AuditCommand {
                 Ok(())
             }
             AuditCommand::VerifyFile { file, key, output } => {
-                let Some(key) = key.local()? else {
-                    bail!("verify-file needs the audit public key: --public-key or HCPFLOW_AUDIT_PUBLIC_KEY");
-                };
-                let text =
-                    std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-                let text = String::from_utf8(text).map_err(|_| {
-                    anyhow::anyhow!("{} is not UTF-8 text: altered?", file.display())
-                })?;
-                let verified = audit_file::read(&text, &key)
-                    .with_context(|| format!("{} does not verify", file.display()))?;
-                let report = replay_with_this_build(&verified.workflow_id, &verified.history)?;
-                if output.output == OutputFormat::Text {
-                    println!(
-                        "{}: {} events of {} ({}, {}); chain and signature verified (key {})",
-                        file.display(),
-                        verified.header.events,
-                        verified.workflow_id,
-                        verified.header.workflow_type,
-                        verified.header.status,
-                        verified.checkpoint.key_id
-                    );
-                }
-                print_replay(verified.workflow_id.as_str(), &report, output.output)
+                verify_file(&file, &key, output.output)
             }
             AuditCommand::PublicKey { key } => {
                 let Some(key) = key.local()? else {
@@ -161,42 +133,74 @@ impl AuditCommand {
                 Ok(())
             }
             AuditCommand::Timeline { workflow_id, html } => {
-                let api = connect().await?;
-                let id = WorkflowId::new(workflow_id.clone())?;
-                let raw = raw_history(&api, &workflow_id).await?;
-                let timeline = Timeline::build(&workflow_id, &decode(&id, &raw)?);
-                let width = std::env::var("COLUMNS")
-                    .ok()
-                    .and_then(|c| c.parse::<usize>().ok())
-                    .unwrap_or(120);
-                print!("{}", timeline.text(width.saturating_sub(80).clamp(20, 80)));
-                if let Some(path) = html {
-                    std::fs::write(&path, timeline.html())
-                        .with_context(|| format!("writing {}", path.display()))?;
-                    println!("wrote {}", path.display());
-                }
-                Ok(())
+                timeline(&connect().await?, &workflow_id, html.as_deref()).await
             }
         }
     }
 }
 
+/// `verify-file`: an exported file checked offline, then replayed.
+fn verify_file(
+    file: &std::path::Path,
+    key: &PublicKeyArgs,
+    format: OutputFormat,
+) -> anyhow::Result<()> {
+    let Some(key) = key.local()? else {
+        bail!("verify-file needs the audit public key: --public-key or HCPFLOW_AUDIT_PUBLIC_KEY");
+    };
+    let text = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let text = String::from_utf8(text)
+        .map_err(|_| anyhow::anyhow!("{} is not UTF-8 text: altered?", file.display()))?;
+    let verified = audit_file::read(&text, &key)
+        .with_context(|| format!("{} does not verify", file.display()))?;
+    let report = replay_with_this_build(&verified.workflow_id, &verified.history)?;
+    if format == OutputFormat::Text {
+        println!(
+            "{}: {} events of {} ({}, {}); chain and signature verified (key {})",
+            file.display(),
+            verified.header.events,
+            verified.workflow_id,
+            verified.header.workflow_type,
+            verified.header.status,
+            verified.checkpoint.key_id
+        );
+    }
+    print_replay(&verified.workflow_id, &report, format)
+}
+
+/// `timeline`: as text on the terminal, and as an HTML page when asked.
+async fn timeline(
+    api: &ApiClient,
+    workflow_id: &WorkflowId,
+    html: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let raw = raw_history(api, workflow_id).await?;
+    let timeline = Timeline::build(workflow_id.as_str(), &decode(workflow_id, &raw)?);
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+        .unwrap_or(120);
+    print!("{}", timeline.text(width.saturating_sub(80).clamp(20, 80)));
+    if let Some(path) = html {
+        std::fs::write(path, timeline.html())
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
 /// Every event with its exact stored bytes.
-async fn raw_history(api: &ApiClient, workflow_id: &str) -> anyhow::Result<Vec<RawEvent>> {
-    api.history_from_raw(workflow_id, 1)
+async fn raw_history(api: &ApiClient, workflow_id: &WorkflowId) -> anyhow::Result<Vec<RawEvent>> {
+    api.history_from_raw(workflow_id, Seq::FIRST)
         .await?
         .into_iter()
         .map(|entry| {
             Ok(RawEvent {
-                seq: entry["seq"].as_u64().context("an entry without seq")?,
-                hash: entry["hash"]
-                    .as_str()
-                    .context("an entry without hash")?
-                    .to_owned(),
-                body: entry["body"]
-                    .as_str()
-                    .context("an entry without body")?
-                    .to_owned(),
+                seq: entry.seq.get(),
+                hash: entry.hash,
+                body: entry
+                    .body
+                    .with_context(|| format!("entry {} came without its body", entry.seq))?,
             })
         })
         .collect()
@@ -219,7 +223,11 @@ fn replay_with_this_build(
     Ok(replay(catalog.registry(), id, history))
 }
 
-fn print_replay(id: &str, report: &ReplayReport, format: OutputFormat) -> anyhow::Result<()> {
+fn print_replay(
+    id: &WorkflowId,
+    report: &ReplayReport,
+    format: OutputFormat,
+) -> anyhow::Result<()> {
     if format == OutputFormat::Json {
         println!("{}", serde_json::to_string_pretty(report)?);
     } else {
@@ -260,8 +268,7 @@ fn print_replay(id: &str, report: &ReplayReport, format: OutputFormat) -> anyhow
 }
 
 /// The file `audit export` writes: the history up to its latest signed head.
-async fn export(api: &ApiClient, workflow_id: &str) -> anyhow::Result<String> {
-    let id = WorkflowId::new(workflow_id.to_owned())?;
+async fn export(api: &ApiClient, workflow_id: &WorkflowId) -> anyhow::Result<String> {
     let (_, evidence) = evidence(api, workflow_id).await?;
     if !evidence.verified {
         bail!(
@@ -277,14 +284,14 @@ async fn export(api: &ApiClient, workflow_id: &str) -> anyhow::Result<String> {
         .context("not signed yet: nothing to export (a running workflow is signed every minute, an ended one at once)")?;
     let mut raw = raw_history(api, workflow_id).await?;
     raw.truncate(usize::try_from(checkpoint.seq.get()).unwrap_or(usize::MAX));
-    let history = decode(&id, &raw)?;
+    let history = decode(workflow_id, &raw)?;
     let started = match history.first().map(|e| &e.event) {
         Some(hcpflow_engine::Event::WorkflowStarted(started)) => started.workflow_type.clone(),
         _ => bail!("{workflow_id}'s history does not begin with WorkflowStarted"),
     };
     let header = Header {
         hcpflow_export: audit_file::FORMAT_VERSION,
-        workflow_id: workflow_id.to_owned(),
+        workflow_id: workflow_id.to_string(),
         workflow_type: started,
         status: hcpflow_engine::history::status(&history)
             .as_str()
@@ -326,10 +333,14 @@ impl PublicKeyArgs {
 /// How long `verify` waits for an ended workflow's final checkpoint.
 const FINAL_CHECKPOINT_WAIT: Duration = Duration::from_secs(10);
 
-pub async fn evidence(api: &ApiClient, id: &str) -> anyhow::Result<(Value, Evidence)> {
+pub async fn evidence(api: &ApiClient, id: &WorkflowId) -> anyhow::Result<(Value, Evidence)> {
     let deadline = tokio::time::Instant::now() + FINAL_CHECKPOINT_WAIT;
     loop {
-        let reply = api.call("verify", json!({"workflow_id": id})).await?;
+        let reply = api
+            .request(&VerifyRequest {
+                workflow_id: id.clone(),
+            })
+            .await?;
         let evidence: Evidence = serde_json::from_value(reply.clone())
             .map_err(|e| anyhow::anyhow!("the verify reply for {id} is not evidence: {e}"))?;
         if !evidence.awaits_final_checkpoint() || tokio::time::Instant::now() >= deadline {
@@ -342,47 +353,13 @@ pub async fn evidence(api: &ApiClient, id: &str) -> anyhow::Result<(Value, Evide
 async fn verify(
     api: &ApiClient,
     key: &PublicKeyArgs,
-    ids: &[String],
+    ids: &[WorkflowId],
     format: OutputFormat,
 ) -> anyhow::Result<()> {
     let local_key = key.local()?;
     let mut reports = Vec::new();
-    let mut bad = Vec::new();
     for id in ids {
-        let (reply, evidence) = evidence(api, id).await?;
-        let key = match (local_key, &evidence.audit_public_key) {
-            (Some(key), _) => key,
-            (None, Some(server)) => AuditPublicKey::from_text(server)?,
-            (None, None) => bail!(
-                "no audit public key: give --public-key (or HCPFLOW_AUDIT_PUBLIC_KEY); the server signs nothing"
-            ),
-        };
-        let findings = evidence.judge(&key);
-        let mut progress = Progress::new();
-        for entry in api.history_from(id, 1).await? {
-            progress.apply(&entry);
-        }
-        if !findings.problems.is_empty() {
-            bad.push(format!("{id}: {}", findings.problems.join("; ")));
-        }
-        reports.push(json!({
-            "workflow_id": id,
-            "workflow_type": progress.workflow_type,
-            "status": evidence.status,
-            "verified": findings.problems.is_empty(),
-            "problems": findings.problems,
-            "notes": findings.notes,
-            "signed_seq": findings.signed_seq,
-            "key_id": key.key_id(),
-            "chain": {"verified": reply["verified"], "events": reply["events"],
-                      "head_hash": reply["head_hash"], "first_bad_seq": reply["first_bad_seq"]},
-            "events": progress.events,
-            "resources_created": progress.created,
-            "resources_deleted": progress.deleted,
-            "resources_observed": progress.observed,
-            "retries": progress.retries,
-            "compensations": progress.compensations,
-        }));
+        reports.push(verify_one(api, local_key, id).await?);
     }
     match format {
         OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&reports)?),
@@ -392,10 +369,67 @@ async fn verify(
             }
         }
     }
+    let bad: Vec<String> = reports
+        .iter()
+        .filter(|report| report["verified"] != json!(true))
+        .map(|report| {
+            let problems: Vec<&str> = report["problems"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            format!(
+                "{}: {}",
+                report["workflow_id"].as_str().unwrap_or("?"),
+                problems.join("; ")
+            )
+        })
+        .collect();
     if !bad.is_empty() {
         bail!("the audit failed: {}", bad.join(" | "));
     }
     Ok(())
+}
+
+/// One workflow's audit report: the evidence judged with the key, and a summary of its
+/// history.
+async fn verify_one(
+    api: &ApiClient,
+    local_key: Option<AuditPublicKey>,
+    id: &WorkflowId,
+) -> anyhow::Result<Value> {
+    let (reply, evidence) = evidence(api, id).await?;
+    let key = match (local_key, &evidence.audit_public_key) {
+        (Some(key), _) => key,
+        (None, Some(server)) => AuditPublicKey::from_text(server)?,
+        (None, None) => bail!(
+            "no audit public key: give --public-key (or HCPFLOW_AUDIT_PUBLIC_KEY); the server signs nothing"
+        ),
+    };
+    let findings = evidence.judge(&key);
+    let mut progress = Progress::new();
+    for entry in api.history_from(id, Seq::FIRST).await? {
+        progress.apply(&entry);
+    }
+    Ok(json!({
+        "workflow_id": id,
+        "workflow_type": progress.workflow_type,
+        "status": evidence.status,
+        "verified": findings.problems.is_empty(),
+        "problems": findings.problems,
+        "notes": findings.notes,
+        "signed_seq": findings.signed_seq,
+        "key_id": key.key_id(),
+        "chain": {"verified": reply["verified"], "events": reply["events"],
+                  "head_hash": reply["head_hash"], "first_bad_seq": reply["first_bad_seq"]},
+        "events": progress.events,
+        "resources_created": progress.created,
+        "resources_deleted": progress.deleted,
+        "resources_observed": progress.observed,
+        "retries": progress.retries,
+        "compensations": progress.compensations,
+    }))
 }
 
 fn report_line(report: &Value) -> String {

@@ -10,7 +10,10 @@ use serde_json::{json, Value};
 use crate::cli::cluster_spec::CreateFlags;
 use crate::cli::follow::{completed, follow, Followed};
 use crate::cli::progress::{seconds, Outcome, Progress};
-use hcpflow_protocol::client::ApiClient;
+use hcpflow_engine::{WorkflowId, WorkflowStatus};
+use hcpflow_protocol::{
+    ApiClient, ClusterView, ClustersRequest, ListRequest, StartRequest, WorkflowView,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
@@ -143,19 +146,18 @@ async fn submit(
     wait: &WaitArgs,
 ) -> anyhow::Result<()> {
     let json_output = wait.output.output == OutputFormat::Json;
-    let workflow_id = new_workflow_id(verb, name);
+    let workflow_id = WorkflowId::new(new_workflow_id(verb, name))?;
     let reply = api
-        .call(
-            "start",
-            json!({"workflow_type": workflow_type, "workflow_id": workflow_id, "input": input}),
-        )
+        .request(&StartRequest {
+            workflow_type: workflow_type.to_owned(),
+            workflow_id: Some(workflow_id.clone()),
+            input,
+            parent: None,
+        })
         .await?;
     if wait.no_wait {
         if json_output {
-            println!(
-                "{}",
-                json!({"workflow_id": workflow_id, "status": reply["status"]})
-            );
+            println!("{}", serde_json::to_string(&reply)?);
         } else {
             println!("submitted {workflow_type} {workflow_id}");
             println!("follow it with: hcpflow cluster status {name} --follow");
@@ -172,13 +174,13 @@ async fn submit(
 /// Prints how the workflow ended; an error (a non-zero exit) unless it completed.
 async fn finish(
     api: &ApiClient,
-    workflow_id: &str,
+    workflow_id: &WorkflowId,
     name: &str,
     followed: Followed,
     json_output: bool,
 ) -> anyhow::Result<()> {
     let resume = format!("hcpflow cluster status {name} --follow");
-    let Some(progress) = followed.ended(workflow_id, &resume, json_output)? else {
+    let Some(progress) = followed.ended(workflow_id.as_str(), &resume, json_output)? else {
         return Ok(());
     };
     if json_output {
@@ -189,7 +191,7 @@ async fn finish(
     } else {
         print_summary(&progress);
     }
-    completed(&progress, workflow_id)
+    completed(&progress, workflow_id.as_str())
 }
 
 fn print_summary(progress: &Progress) {
@@ -310,36 +312,42 @@ fn print_create_output(output: &Value) {
 }
 
 /// The cluster's registry row (the live one, else the newest destroyed one).
-async fn find_cluster(api: &ApiClient, name: &str) -> anyhow::Result<Value> {
+async fn find_cluster(api: &ApiClient, name: &str) -> anyhow::Result<ClusterView> {
     let reply = api
-        .call(
-            "clusters",
-            json!({"name": name, "include_destroyed": true, "limit": 1}),
-        )
+        .request(&ClustersRequest {
+            name: Some(name.to_owned()),
+            include_destroyed: true,
+            limit: Some(1),
+        })
         .await?;
-    match reply["clusters"].as_array().and_then(|c| c.first()) {
-        Some(cluster) => Ok(cluster.clone()),
+    match reply.clusters.into_iter().next() {
+        Some(cluster) => Ok(cluster),
         None => bail!("no cluster named {name} (hcpflow cluster list shows them)"),
     }
 }
 
 /// The cluster's registry row and its workflows — its create and everything after it
 /// (not those of an earlier cluster of the name) — newest first.
-pub async fn cluster_workflows(api: &ApiClient, name: &str) -> anyhow::Result<(Value, Vec<Value>)> {
+pub async fn cluster_workflows(
+    api: &ApiClient,
+    name: &str,
+) -> anyhow::Result<(ClusterView, Vec<WorkflowView>)> {
     let cluster = find_cluster(api, name).await?;
     let workflows = api
-        .list_all(json!({"concurrency_key": name, "limit": 1000}))
+        .list_all(ListRequest {
+            concurrency_key: Some(name.to_owned()),
+            ..ListRequest::default()
+        })
         .await?;
-    let create_id = cluster["create_workflow_id"].as_str().unwrap_or_default();
+    // The times are RFC 3339 in UTC with microseconds: their text orders as they do.
     let since = workflows
         .iter()
-        .find(|w| w["workflow_id"] == create_id)
-        .and_then(|w| w["created_at"].as_str())
-        .unwrap_or_else(|| cluster["created_at"].as_str().unwrap_or_default())
-        .to_owned();
+        .find(|w| w.workflow_id == cluster.create_workflow_id)
+        .map_or(&cluster.created_at, |w| &w.created_at)
+        .clone();
     let own = workflows
         .into_iter()
-        .filter(|w| w["created_at"].as_str().unwrap_or_default() >= since.as_str())
+        .filter(|w| w.created_at >= since)
         .collect();
     Ok((cluster, own))
 }
@@ -351,36 +359,28 @@ async fn status(
     format: OutputFormat,
 ) -> anyhow::Result<()> {
     let (cluster, own) = cluster_workflows(api, name).await?;
-    let create_id = cluster["create_workflow_id"].as_str().unwrap_or_default();
-    let create = own.iter().find(|w| w["workflow_id"] == create_id).cloned();
-    let own: Vec<&Value> = own.iter().collect();
-    let created_at = cluster["created_at"].as_str().unwrap_or_default();
-    let node_pools = current_node_pools(create.as_ref(), &own);
+    let create = own
+        .iter()
+        .find(|w| w.workflow_id == cluster.create_workflow_id);
+    let create_output = create.and_then(|c| c.output.as_ref());
+    let node_pools = current_node_pools(create_output, &own);
     if format == OutputFormat::Json {
         let view = json!({"cluster": cluster, "node_pools": node_pools,
-                          "create_output": create.as_ref().map(|c| c["output"].clone()),
+                          "create_output": create_output,
                           "workflows": own});
         println!("{}", serde_json::to_string_pretty(&view)?);
     } else {
         println!("cluster {name}");
+        println!("  state         {}", cluster.state);
+        println!("  infra id      {}", cluster.infra_id);
+        println!("  namespace     {}", cluster.namespace);
         println!(
-            "  state         {}",
-            cluster["state"].as_str().unwrap_or("?")
+            "  created       {} by {}",
+            cluster.created_at, cluster.create_workflow_id
         );
-        println!(
-            "  infra id      {}",
-            cluster["infra_id"].as_str().unwrap_or("?")
-        );
-        println!(
-            "  namespace     {}",
-            cluster["namespace"].as_str().unwrap_or("?")
-        );
-        println!("  created       {created_at} by {create_id}");
-        let destroyed = cluster["state"] == "destroyed";
-        if let Some(output) = create.as_ref().map(|c| &c["output"]) {
-            if !output.is_null() && !destroyed {
-                print_create_output(output);
-            }
+        let destroyed = cluster.state == "destroyed";
+        if let Some(output) = create_output.filter(|_| !destroyed) {
+            print_create_output(output);
         }
         if !node_pools.is_empty() && !destroyed {
             let pools: Vec<String> = node_pools.iter().map(|(n, r)| format!("{n}={r}")).collect();
@@ -390,24 +390,21 @@ async fn status(
         for workflow in &own {
             println!(
                 "  {:<48} {:<24} {:<12} {}",
-                workflow["workflow_id"].as_str().unwrap_or("?"),
-                workflow["workflow_type"].as_str().unwrap_or("?"),
-                workflow["status"].as_str().unwrap_or("?"),
-                workflow["updated_at"].as_str().unwrap_or("?")
+                workflow.workflow_id.as_str(),
+                workflow.workflow_type,
+                workflow.status.as_str(),
+                workflow.updated_at
             );
         }
     }
     let running = own.iter().rev().find(|w| {
         matches!(
-            w["status"].as_str(),
-            Some("pending" | "running" | "compensating")
+            w.status,
+            WorkflowStatus::Pending | WorkflowStatus::Running | WorkflowStatus::Compensating
         )
     });
     if let (true, Some(running)) = (follow_running, running) {
-        let id = running["workflow_id"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let id = running.workflow_id.clone();
         if format == OutputFormat::Text {
             println!("\nfollowing {id}");
         }
@@ -418,9 +415,12 @@ async fn status(
 }
 
 /// NodePool → replicas: the create's, then each completed scale, oldest first.
-fn current_node_pools(create: Option<&Value>, workflows: &[&Value]) -> BTreeMap<String, i64> {
-    let mut pools: BTreeMap<String, i64> = create
-        .and_then(|c| c["output"]["node_pools"].as_object())
+fn current_node_pools(
+    create_output: Option<&Value>,
+    workflows: &[WorkflowView],
+) -> BTreeMap<String, i64> {
+    let mut pools: BTreeMap<String, i64> = create_output
+        .and_then(|output| output["node_pools"].as_object())
         .map(|p| {
             p.iter()
                 .map(|(n, r)| (n.clone(), r.as_i64().unwrap_or_default()))
@@ -430,12 +430,14 @@ fn current_node_pools(create: Option<&Value>, workflows: &[&Value]) -> BTreeMap<
     for scale in workflows
         .iter()
         .rev()
-        .filter(|w| w["workflow_type"] == "scale_node_pool" && w["status"] == "completed")
+        .filter(|w| w.workflow_type == "scale_node_pool" && w.status == WorkflowStatus::Completed)
     {
-        if let (Some(pool), Some(replicas)) = (
-            scale["output"]["node_pool"].as_str(),
-            scale["output"]["replicas"].as_i64(),
-        ) {
+        let Some(output) = &scale.output else {
+            continue;
+        };
+        if let (Some(pool), Some(replicas)) =
+            (output["node_pool"].as_str(), output["replicas"].as_i64())
+        {
             pools.insert(pool.to_owned(), replicas);
         }
     }
@@ -443,10 +445,14 @@ fn current_node_pools(create: Option<&Value>, workflows: &[&Value]) -> BTreeMap<
 }
 
 async fn list(api: &ApiClient, all: bool, format: OutputFormat) -> anyhow::Result<()> {
-    let reply = api
-        .call("clusters", json!({"include_destroyed": all, "limit": 1000}))
-        .await?;
-    let clusters = reply["clusters"].as_array().cloned().unwrap_or_default();
+    let clusters = api
+        .request(&ClustersRequest {
+            name: None,
+            include_destroyed: all,
+            limit: Some(1000),
+        })
+        .await?
+        .clusters;
     if format == OutputFormat::Json {
         println!("{}", serde_json::to_string_pretty(&clusters)?);
         return Ok(());
@@ -469,11 +475,7 @@ async fn list(api: &ApiClient, all: bool, format: OutputFormat) -> anyhow::Resul
     for cluster in clusters {
         println!(
             "{:<24} {:<12} {:<28} {:<16} {}",
-            cluster["name"].as_str().unwrap_or("?"),
-            cluster["state"].as_str().unwrap_or("?"),
-            cluster["infra_id"].as_str().unwrap_or("?"),
-            cluster["namespace"].as_str().unwrap_or("?"),
-            cluster["created_at"].as_str().unwrap_or("?")
+            cluster.name, cluster.state, cluster.infra_id, cluster.namespace, cluster.created_at
         );
     }
     Ok(())
@@ -492,16 +494,32 @@ mod tests {
         assert!(hcpflow_engine::WorkflowId::new(a).is_ok());
     }
 
+    fn scale(status: WorkflowStatus, output: Option<Value>) -> WorkflowView {
+        WorkflowView {
+            workflow_id: WorkflowId::new("scale-1").unwrap(),
+            workflow_type: "scale_node_pool".into(),
+            status,
+            created_at: String::new(),
+            updated_at: String::new(),
+            concurrency_key: None,
+            output,
+            error: None,
+        }
+    }
+
     #[test]
     fn replicas_follow_completed_scales_in_order() {
-        let create = json!({"output": {"node_pools": {"p1": 2, "p2": 2}}});
-        let newer = json!({"workflow_type": "scale_node_pool", "status": "completed",
-                           "output": {"node_pool": "p1", "replicas": 1}});
-        let older = json!({"workflow_type": "scale_node_pool", "status": "completed",
-                           "output": {"node_pool": "p1", "replicas": 4}});
-        let failed = json!({"workflow_type": "scale_node_pool", "status": "compensated",
-                            "output": null});
-        let pools = current_node_pools(Some(&create), &[&newer, &failed, &older]);
+        let create = json!({"node_pools": {"p1": 2, "p2": 2}});
+        let newer = scale(
+            WorkflowStatus::Completed,
+            Some(json!({"node_pool": "p1", "replicas": 1})),
+        );
+        let older = scale(
+            WorkflowStatus::Completed,
+            Some(json!({"node_pool": "p1", "replicas": 4})),
+        );
+        let failed = scale(WorkflowStatus::Compensated, None);
+        let pools = current_node_pools(Some(&create), &[newer, failed, older]);
         assert_eq!(pools["p1"], 1);
         assert_eq!(pools["p2"], 2);
     }

@@ -1,25 +1,25 @@
 //! Following one workflow live: its history so far from the API, then its events as
-//! they are published on `<prefix>.events.<id>`, drawn by [`Progress`] with a spinner
-//! line on a terminal.
+//! they are published on `<prefix>.events.<id>`, drawn by [`Progress`] with an
+//! indicatif spinner line on a terminal.
 //!
 //! Postgres is the truth: a gap in the live events (a message missed, a relay that
 //! publishes late) is filled from the history API, and a quiet stream is re-checked
 //! every few seconds, so the display never waits on a message that will not come.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use serde_json::Value;
+use hcpflow_engine::{Seq, WorkflowId, WorkflowStatus};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::progress::{seconds, Progress};
-use hcpflow_protocol::client::ApiClient;
+use hcpflow_protocol::{ApiClient, HistoryEntry};
 
 /// How often the spinner turns.
 const TICK: Duration = Duration::from_millis(120);
 /// How long without a live event before the history is read again.
 const QUIET: Duration = Duration::from_secs(3);
-const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 /// How following ended.
 #[derive(Debug)]
@@ -69,23 +69,33 @@ pub fn completed(progress: &Progress, workflow_id: &str) -> anyhow::Result<()> {
 }
 
 /// Prints the workflow's steps (when `show`) until it ends, blocks or the user detaches.
-pub async fn follow(api: &ApiClient, workflow_id: &str, show: bool) -> anyhow::Result<Followed> {
+pub async fn follow(
+    api: &ApiClient,
+    workflow_id: &WorkflowId,
+    show: bool,
+) -> anyhow::Result<Followed> {
     // Subscribe before reading the history, so nothing falls between the two.
     let mut live = api
         .client
-        .subscribe(api.subjects.events(workflow_id))
+        .subscribe(api.subjects.events(workflow_id.as_str()))
         .await?;
-    let mut screen = Screen::new(show);
-    let mut progress = Progress::new();
-    let mut next = 1;
-    catch_up(api, workflow_id, &mut next, &mut progress, &mut screen).await?;
-    if progress.outcome.is_none() {
+    let screen = Screen::new(show);
+    let mut follower = Follower {
+        api,
+        workflow_id,
+        progress: Progress::new(),
+        next: Seq::FIRST,
+        screen: &screen,
+    };
+    follower.catch_up().await?;
+    if follower.progress.outcome.is_none() {
         let workflow = api.describe(workflow_id).await?;
-        if workflow["status"] == "pending" {
+        if workflow.status == WorkflowStatus::Pending {
             screen.line(&format!(
                 "   waiting: another workflow of {} runs first",
-                workflow["concurrency_key"]
-                    .as_str()
+                workflow
+                    .concurrency_key
+                    .as_deref()
                     .unwrap_or("this cluster")
             ));
         }
@@ -94,7 +104,7 @@ pub async fn follow(api: &ApiClient, workflow_id: &str, show: bool) -> anyhow::R
     tokio::pin!(ctrl_c);
     let mut tick = tokio::time::interval(TICK);
     let mut heard = Instant::now();
-    while progress.outcome.is_none() {
+    while follower.progress.outcome.is_none() {
         tokio::select! {
             biased;
             _ = &mut ctrl_c => {
@@ -106,98 +116,119 @@ pub async fn follow(api: &ApiClient, workflow_id: &str, show: bool) -> anyhow::R
                     anyhow::bail!("the NATS connection closed while following {workflow_id}");
                 };
                 heard = Instant::now();
-                let Ok(entry) = serde_json::from_slice::<Value>(&message.payload) else { continue };
-                let seq = entry["seq"].as_u64().unwrap_or_default();
-                if seq < next {
-                    continue;
-                }
-                if seq == next {
-                    screen.lines(&progress.apply(&entry));
-                    next += 1;
-                } else {
-                    catch_up(api, workflow_id, &mut next, &mut progress, &mut screen).await?;
-                }
+                // An entry that does not decode is read again from the history.
+                let entry = serde_json::from_slice::<HistoryEntry>(&message.payload).ok();
+                follower.live(entry).await?;
             }
             _ = tick.tick() => {
-                screen.spin(&progress);
+                screen.spin(&follower.progress);
                 if heard.elapsed() >= QUIET {
                     heard = Instant::now();
-                    let before = next;
-                    catch_up(api, workflow_id, &mut next, &mut progress, &mut screen).await?;
-                    if next == before {
-                        let workflow = api.describe(workflow_id).await?;
-                        if workflow["status"] == "blocked" {
-                            screen.clear();
-                            let reason = workflow["error"]["message"].as_str().unwrap_or("blocked").to_owned();
-                            return Ok(Followed::Blocked(reason));
-                        }
+                    if let Some(reason) = follower.blocked_while_quiet().await? {
+                        screen.clear();
+                        return Ok(Followed::Blocked(reason));
                     }
                 }
             }
         }
     }
     screen.clear();
-    Ok(Followed::Ended(progress))
+    Ok(Followed::Ended(follower.progress))
 }
 
-/// Applies every recorded event from `next` on.
-async fn catch_up(
-    api: &ApiClient,
-    workflow_id: &str,
-    next: &mut u64,
-    progress: &mut Progress,
-    screen: &mut Screen,
-) -> anyhow::Result<()> {
-    for entry in api.history_from(workflow_id, *next).await? {
-        let seq = entry["seq"].as_u64().unwrap_or_default();
-        if seq != *next {
-            continue;
+/// One workflow's display, fed in seq order from the live stream and the history.
+struct Follower<'a> {
+    api: &'a ApiClient,
+    workflow_id: &'a WorkflowId,
+    progress: Progress,
+    /// The seq of the next entry to show.
+    next: Seq,
+    screen: &'a Screen,
+}
+
+impl Follower<'_> {
+    /// Shows a live entry in its turn; a gap (or an entry that did not decode) is
+    /// filled from the history.
+    async fn live(&mut self, entry: Option<HistoryEntry>) -> anyhow::Result<()> {
+        match entry {
+            Some(entry) if entry.seq < self.next => Ok(()),
+            Some(entry) if entry.seq == self.next => {
+                self.show(&entry);
+                Ok(())
+            }
+            _ => self.catch_up().await,
         }
-        screen.lines(&progress.apply(&entry));
-        *next += 1;
     }
-    Ok(())
+
+    /// Shows every recorded entry from `next` on.
+    async fn catch_up(&mut self) -> anyhow::Result<()> {
+        for entry in self.api.history_from(self.workflow_id, self.next).await? {
+            if entry.seq == self.next {
+                self.show(&entry);
+            }
+        }
+        Ok(())
+    }
+
+    fn show(&mut self, entry: &HistoryEntry) {
+        self.screen.lines(&self.progress.apply(entry));
+        self.next = self.next.next();
+    }
+
+    /// After a quiet spell: catches up, and if nothing new was recorded, whether the
+    /// workflow is blocked (and why).
+    async fn blocked_while_quiet(&mut self) -> anyhow::Result<Option<String>> {
+        let before = self.next;
+        self.catch_up().await?;
+        if self.next != before {
+            return Ok(None);
+        }
+        let workflow = self.api.describe(self.workflow_id).await?;
+        Ok((workflow.status == WorkflowStatus::Blocked)
+            .then(|| workflow.error_message().unwrap_or("blocked").to_owned()))
+    }
 }
 
 /// Lines on stdout; on a terminal, a spinner line on stderr below them naming what runs.
 struct Screen {
     show: bool,
-    spinner: bool,
-    turns: usize,
-    drawn: bool,
+    spinner: ProgressBar,
 }
 
 impl Screen {
     fn new(show: bool) -> Self {
-        Self {
-            show,
-            spinner: show && std::io::stderr().is_terminal(),
-            turns: 0,
-            drawn: false,
-        }
+        let spinner = if show {
+            // indicatif draws nothing when stderr is not a terminal.
+            ProgressBar::new_spinner()
+        } else {
+            ProgressBar::hidden()
+        };
+        spinner.set_style(
+            ProgressStyle::with_template("{spinner} {wide_msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        Self { show, spinner }
     }
 
-    fn line(&mut self, line: &str) {
+    fn line(&self, line: &str) {
         self.lines(std::slice::from_ref(&line.to_owned()));
     }
 
-    fn lines(&mut self, lines: &[String]) {
+    fn lines(&self, lines: &[String]) {
         if !self.show || lines.is_empty() {
             return;
         }
-        self.clear();
-        let mut out = std::io::stdout().lock();
-        for line in lines {
-            let _ = writeln!(out, "{line}");
-        }
-        let _ = out.flush();
+        self.spinner.suspend(|| {
+            let mut out = std::io::stdout().lock();
+            for line in lines {
+                let _ = writeln!(out, "{line}");
+            }
+            let _ = out.flush();
+        });
     }
 
-    fn spin(&mut self, progress: &Progress) {
-        if !self.spinner {
-            return;
-        }
-        self.turns += 1;
+    /// Turns the spinner and names the steps running, with the time since the start.
+    fn spin(&self, progress: &Progress) {
         let running = progress.running();
         let what = match running.as_slice() {
             [] => "waiting".to_owned(),
@@ -208,35 +239,11 @@ impl Screen {
             .started_at()
             .map(|start| seconds(chrono::Utc::now() - start))
             .unwrap_or_default();
-        let width = terminal_width().saturating_sub(2);
-        let mut text = format!("{} {elapsed}  {what}", SPINNER[self.turns % SPINNER.len()]);
-        if text.chars().count() > width {
-            text = text
-                .chars()
-                .take(width.saturating_sub(1))
-                .collect::<String>()
-                + "…";
-        }
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[2K{text}");
-        let _ = err.flush();
-        self.drawn = true;
+        self.spinner.set_message(format!("{elapsed}  {what}"));
+        self.spinner.tick();
     }
 
-    fn clear(&mut self) {
-        if self.drawn {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K");
-            let _ = err.flush();
-            self.drawn = false;
-        }
+    fn clear(&self) {
+        self.spinner.finish_and_clear();
     }
-}
-
-/// `$COLUMNS`, or 100.
-fn terminal_width() -> usize {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(100)
 }

@@ -1,11 +1,14 @@
 //! What a user watching a workflow sees: history entries (as the history API and the
-//! events stream carry them) turned into one line per step, with the AWS and
+//! events stream carry them), decoded by the engine, turned into one line per step, with the AWS and
 //! Kubernetes ids as they appear, retries and compensations. Pure: entries in, lines
 //! out; [`crate::cli::follow`] feeds it and draws the spinner.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use hcpflow_engine::event::{ActivityFailed, ActivityScheduled};
+use hcpflow_engine::{Event, Seq};
+use hcpflow_protocol::HistoryEntry;
 use serde_json::Value;
 
 pub use hcpflow_audit::step_label;
@@ -79,171 +82,175 @@ impl Progress {
         Self::default()
     }
 
-    /// Applies one history entry; returns the lines it produces (none for most).
-    pub fn apply(&mut self, entry: &Value) -> Vec<String> {
+    /// Applies one history entry; returns the lines it produces (none for most). An
+    /// entry this code cannot decode (a newer server's event) is shown, not skipped.
+    pub fn apply(&mut self, entry: &HistoryEntry) -> Vec<String> {
         self.events += 1;
-        let at = entry["recorded_at"]
-            .as_str()
-            .and_then(|text| text.parse::<DateTime<Utc>>().ok());
+        let at = entry.recorded_at();
         if at.is_some() {
             self.last_at = at;
         }
-        let seq = entry["seq"].as_u64().unwrap_or_default();
-        let data = &entry["data"];
-        let kind = entry["type"].as_str().unwrap_or_default();
+        let event = match entry.event() {
+            Ok(event) => event,
+            Err(error) => {
+                let stamp = self.stamp(at);
+                return vec![format!("{stamp}  ? event {}: {error}", entry.seq)];
+            }
+        };
+        if let Event::WorkflowStarted(started) = &event {
+            self.started_at = at;
+            self.workflow_type = Some(started.workflow_type.clone());
+        }
         let stamp = self.stamp(at);
-        match kind {
-            "WorkflowStarted" => {
-                self.started_at = at;
-                self.workflow_type = data["workflow_type"].as_str().map(str::to_owned);
-                vec![format!(
-                    "{stamp}  ▶ {} started",
-                    data["workflow_type"].as_str().unwrap_or("workflow")
-                )]
+        match event {
+            Event::WorkflowStarted(started) => {
+                vec![format!("{stamp}  ▶ {} started", started.workflow_type)]
             }
-            "ActivityScheduled" => {
-                let compensation = !data["compensation_of"].is_null();
-                let step = Step {
-                    label: step_label(
-                        data["activity_type"].as_str().unwrap_or("activity"),
-                        &data["input"],
-                    ),
-                    scheduled_at: at,
-                    compensation,
-                };
-                self.steps.insert(seq, step.clone());
-                self.running.insert(seq, step);
-                if compensation {
-                    self.compensations += 1;
-                }
+            Event::ActivityScheduled(scheduled) => {
+                self.scheduled(entry.seq.get(), &scheduled, at);
                 Vec::new()
             }
-            "ResourceCreated" | "ResourceDeleted" | "ResourceObserved" => {
-                match kind {
-                    "ResourceCreated" => self.created += 1,
-                    "ResourceDeleted" => self.deleted += 1,
-                    _ => self.observed += 1,
-                }
-                let step = data["activity_seq"].as_u64().unwrap_or_default();
-                if let Some(id) = data["resource"]["id"].as_str() {
-                    self.ids.entry(step).or_default().push(id.to_owned());
-                }
+            Event::ResourceCreated(made) => {
+                self.created += 1;
+                self.note_id(made.activity_seq, made.resource.id);
                 Vec::new()
             }
-            "ActivityCompleted" => {
-                let scheduled = data["scheduled_seq"].as_u64().unwrap_or_default();
-                let step = self.running.remove(&scheduled);
-                let ids = self.ids.remove(&scheduled).unwrap_or_default();
-                let Some(step) = step.or_else(|| self.steps.get(&scheduled).cloned()) else {
-                    return Vec::new();
-                };
-                let mark = if step.compensation { "↶" } else { "✓" };
-                let took = match (step.scheduled_at, at) {
-                    (Some(from), Some(to)) => format!("  ({})", seconds(to - from)),
-                    _ => String::new(),
-                };
-                let ids = if ids.is_empty() {
-                    String::new()
-                } else {
-                    format!("  {}", ids.join(" "))
-                };
-                vec![format!("{stamp}  {mark} {}{ids}{took}", step.label)]
+            Event::ResourceDeleted(gone) => {
+                self.deleted += 1;
+                self.note_id(gone.activity_seq, gone.resource.id);
+                Vec::new()
             }
-            "ActivityFailed" => {
-                let scheduled = data["scheduled_seq"].as_u64().unwrap_or_default();
-                self.ids.remove(&scheduled);
-                let label = self
-                    .steps
-                    .get(&scheduled)
-                    .map(|s| s.label.clone())
-                    .unwrap_or_else(|| format!("step {scheduled}"));
-                let attempt = data["attempt"].as_u64().unwrap_or_default();
-                let reason = failure_text(&data["failure"]);
-                match data["retry_at"]
-                    .as_str()
-                    .and_then(|t| t.parse::<DateTime<Utc>>().ok())
-                {
-                    Some(retry_at) => {
-                        self.retries += 1;
-                        let wait = at.map(|at| format!(" in {}", seconds(retry_at - at)));
-                        vec![format!(
-                            "{stamp}  ↻ {label}: attempt {attempt} failed ({reason}); retrying{}",
-                            wait.unwrap_or_default()
-                        )]
-                    }
-                    None => {
-                        self.running.remove(&scheduled);
-                        vec![format!(
-                            "{stamp}  ✗ {label}: attempt {attempt} failed for good ({reason})"
-                        )]
-                    }
-                }
+            Event::ResourceObserved(seen) => {
+                self.observed += 1;
+                self.note_id(seen.activity_seq, seen.resource.id);
+                Vec::new()
             }
-            "RollbackStarted" => vec![format!(
+            Event::ActivityCompleted(done) => self.completed(stamp, done.scheduled_seq.get(), at),
+            Event::ActivityFailed(failed) => self.failed(stamp, &failed, at),
+            Event::RollbackStarted(rollback) => vec![format!(
                 "{stamp}  ⟲ rolling back {} step(s): {}",
-                data["compensations"].as_u64().unwrap_or_default(),
-                error_text(&data["cause"])
+                rollback.compensations, rollback.cause
             )],
-            "CancelRequested" => vec![format!(
+            Event::CancelRequested(cancel) => vec![format!(
                 "{stamp}  ■ cancel requested{}",
-                data["reason"]
-                    .as_str()
-                    .map(|r| format!(": {r}"))
-                    .unwrap_or_default()
+                cancel.reason.map(|r| format!(": {r}")).unwrap_or_default()
             )],
-            "TimerStarted" => {
-                let ms = data["duration_ms"].as_u64().unwrap_or_default();
-                vec![format!("{stamp}  ⏲ waiting {:.1}s", ms as f64 / 1000.0)]
-            }
-            "SignalReceived" => vec![format!(
-                "{stamp}  ✉ signal {}",
-                data["name"].as_str().unwrap_or("?")
+            Event::TimerStarted(timer) => vec![format!(
+                "{stamp}  ⏲ waiting {:.1}s",
+                timer.duration_ms as f64 / 1000.0
             )],
-            "WorkflowCompleted" => self.end(
+            Event::SignalReceived(signal) => vec![format!("{stamp}  ✉ signal {}", signal.name)],
+            Event::WorkflowCompleted(done) => self.end(
                 stamp,
                 Outcome::Completed {
-                    output: data["output"].clone(),
+                    output: done.output,
                 },
             ),
-            "WorkflowCompensated" => self.end(
+            Event::WorkflowCompensated(undone) => self.end(
                 stamp,
                 Outcome::Compensated {
-                    cause: error_text(&data["cause"]),
+                    cause: undone.cause.to_string(),
                 },
             ),
-            "WorkflowFailed" => {
-                let left = data["left"]
-                    .as_array()
-                    .map(|left| {
-                        left.iter()
-                            .map(|l| {
-                                format!(
-                                    "{} ({})",
-                                    step_label(
-                                        l["activity_type"].as_str().unwrap_or("?"),
-                                        &l["input"]
-                                    ),
-                                    l["reason"].as_str().unwrap_or("")
-                                )
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
+            Event::WorkflowFailed(failed) => {
+                let left = failed
+                    .left
+                    .iter()
+                    .map(|l| format!("{} ({})", step_label(&l.activity_type, &l.input), l.reason))
+                    .collect();
                 self.end(
                     stamp,
                     Outcome::Failed {
-                        error: error_text(&data["error"]),
+                        error: failed.error.to_string(),
                         left,
                     },
                 )
             }
-            "WorkflowCancelled" => self.end(
+            Event::WorkflowCancelled(cancelled) => self.end(
                 stamp,
                 Outcome::Cancelled {
-                    reason: data["reason"].as_str().map(str::to_owned),
+                    reason: cancelled.reason,
                 },
             ),
             _ => Vec::new(),
+        }
+    }
+
+    fn scheduled(&mut self, seq: u64, scheduled: &ActivityScheduled, at: Option<DateTime<Utc>>) {
+        let step = Step {
+            label: step_label(&scheduled.activity_type, &scheduled.input),
+            scheduled_at: at,
+            compensation: scheduled.compensation_of.is_some(),
+        };
+        if step.compensation {
+            self.compensations += 1;
+        }
+        self.steps.insert(seq, step.clone());
+        self.running.insert(seq, step);
+    }
+
+    /// Remembers a resource id the step's current attempt recorded.
+    fn note_id(&mut self, step: Seq, id: String) {
+        self.ids.entry(step.get()).or_default().push(id);
+    }
+
+    fn completed(
+        &mut self,
+        stamp: String,
+        scheduled: u64,
+        at: Option<DateTime<Utc>>,
+    ) -> Vec<String> {
+        let step = self.running.remove(&scheduled);
+        let ids = self.ids.remove(&scheduled).unwrap_or_default();
+        let Some(step) = step.or_else(|| self.steps.get(&scheduled).cloned()) else {
+            return Vec::new();
+        };
+        let mark = if step.compensation { "↶" } else { "✓" };
+        let took = match (step.scheduled_at, at) {
+            (Some(from), Some(to)) => format!("  ({})", seconds(to - from)),
+            _ => String::new(),
+        };
+        let ids = if ids.is_empty() {
+            String::new()
+        } else {
+            format!("  {}", ids.join(" "))
+        };
+        vec![format!("{stamp}  {mark} {}{ids}{took}", step.label)]
+    }
+
+    fn failed(
+        &mut self,
+        stamp: String,
+        failed: &ActivityFailed,
+        at: Option<DateTime<Utc>>,
+    ) -> Vec<String> {
+        let scheduled = failed.scheduled_seq.get();
+        self.ids.remove(&scheduled);
+        let label = self
+            .steps
+            .get(&scheduled)
+            .map(|s| s.label.clone())
+            .unwrap_or_else(|| format!("step {scheduled}"));
+        let (attempt, reason) = (failed.attempt, &failed.failure);
+        match failed.retry_at {
+            Some(retry_at) => {
+                self.retries += 1;
+                let wait = at.map(|at| {
+                    let ms = i64::try_from(retry_at.as_millis()).unwrap_or(i64::MAX)
+                        - at.timestamp_millis();
+                    format!(" in {}", seconds(chrono::Duration::milliseconds(ms)))
+                });
+                vec![format!(
+                    "{stamp}  ↻ {label}: attempt {attempt} failed ({reason}); retrying{}",
+                    wait.unwrap_or_default()
+                )]
+            }
+            None => {
+                self.running.remove(&scheduled);
+                vec![format!(
+                    "{stamp}  ✗ {label}: attempt {attempt} failed for good ({reason})"
+                )]
+            }
         }
     }
 
@@ -292,23 +299,6 @@ impl Progress {
     }
 }
 
-fn failure_text(failure: &Value) -> String {
-    match serde_json::from_value::<hcpflow_engine::ActivityFailure>(failure.clone()) {
-        Ok(failure) => failure.to_string(),
-        Err(_) => failure.to_string(),
-    }
-}
-
-fn error_text(error: &Value) -> String {
-    match serde_json::from_value::<hcpflow_engine::WorkflowError>(error.clone()) {
-        Ok(error) => error.to_string(),
-        Err(_) => error
-            .as_str()
-            .map(str::to_owned)
-            .unwrap_or_else(|| error.to_string()),
-    }
-}
-
 /// `1.2s`, or `2m05s` past a minute.
 pub fn seconds(duration: chrono::Duration) -> String {
     let ms = duration.num_milliseconds().max(0);
@@ -321,30 +311,76 @@ pub fn seconds(duration: chrono::Duration) -> String {
 
 #[cfg(test)]
 mod tests {
+    use hcpflow_engine::event::{
+        ActivityCompleted, ResourceCreated, ResourceRef, WorkflowCompensated, WorkflowStarted,
+    };
+    use hcpflow_engine::{ActivityFailure, ActivityOptions, Timestamp, WorkflowError};
     use serde_json::json;
 
     use super::*;
 
-    fn entry(seq: u64, at: &str, kind: &str, data: Value) -> Value {
-        json!({"seq": seq, "type": kind, "recorded_at": at, "data": data})
+    const T0: u64 = 1_795_000_000_000;
+
+    fn seq(n: u64) -> Seq {
+        Seq::new(n).unwrap()
+    }
+
+    /// `event` as the server sends it, recorded `ms` after T0.
+    fn entry(n: u64, ms: u64, event: impl Into<Event>) -> HistoryEntry {
+        let (kind, data) = event.into().to_record();
+        let at = DateTime::<Utc>::from_timestamp_millis((T0 + ms) as i64).unwrap();
+        HistoryEntry {
+            seq: seq(n),
+            kind: kind.to_owned(),
+            recorded_at: at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+            data,
+            hash: String::new(),
+            prev_hash: String::new(),
+            workflow_id: None,
+            body: None,
+        }
+    }
+
+    fn started(workflow_type: &str) -> WorkflowStarted {
+        WorkflowStarted {
+            workflow_type: workflow_type.into(),
+            input: json!({}),
+            concurrency_key: None,
+            parent: None,
+        }
+    }
+
+    fn scheduled(activity_type: &str, input: Value, compensation_of: Option<Seq>) -> Event {
+        ActivityScheduled {
+            activity_type: activity_type.into(),
+            input_digest: hcpflow_engine::event::digest(&input),
+            input,
+            options: ActivityOptions::default(),
+            compensation_of,
+        }
+        .into()
+    }
+
+    fn completed(scheduled_seq: u64) -> ActivityCompleted {
+        ActivityCompleted {
+            scheduled_seq: seq(scheduled_seq),
+            attempt: 1,
+            result: json!({}),
+        }
     }
 
     #[test]
     fn a_step_is_one_line_with_its_ids_and_duration() {
         let mut progress = Progress::new();
-        let start = progress.apply(&entry(
-            1,
-            "2026-11-23T10:00:00Z",
-            "WorkflowStarted",
-            json!({"workflow_type": "create_hosted_cluster", "input": {}}),
-        ));
+        let start = progress.apply(&entry(1, 0, started("create_hosted_cluster")));
         assert_eq!(start, vec!["   +0.0s  ▶ create_hosted_cluster started"]);
+        let subnet =
+            json!({"zone": "us-east-1a", "exposure": "private", "cidr_block": "10.0.0.0/20"});
         assert!(progress
             .apply(&entry(
                 2,
-                "2026-11-23T10:00:01Z",
-                "ActivityScheduled",
-                json!({"activity_type": "aws.create_subnet", "input": {"zone": "us-east-1a", "exposure": "private", "cidr_block": "10.0.0.0/20"}, "compensation_of": null})
+                1_000,
+                scheduled("aws.create_subnet", subnet, None)
             ))
             .is_empty());
         assert_eq!(
@@ -353,16 +389,20 @@ mod tests {
         );
         progress.apply(&entry(
             3,
-            "2026-11-23T10:00:02Z",
-            "ResourceCreated",
-            json!({"activity_seq": 2, "attempt": 1, "resource": {"id": "subnet-1", "kind": "ec2:subnet", "provider": "aws"}}),
+            2_000,
+            ResourceCreated {
+                activity_seq: seq(2),
+                attempt: 1,
+                resource: ResourceRef {
+                    provider: "aws".into(),
+                    kind: "ec2:subnet".into(),
+                    id: "subnet-1".into(),
+                    region: None,
+                    cluster: None,
+                },
+            },
         ));
-        let done = progress.apply(&entry(
-            4,
-            "2026-11-23T10:00:02.5Z",
-            "ActivityCompleted",
-            json!({"scheduled_seq": 2, "attempt": 1, "result": {}}),
-        ));
+        let done = progress.apply(&entry(4, 2_500, completed(2)));
         assert_eq!(
             done,
             vec!["   +2.5s  ✓ aws.create_subnet private us-east-1a  subnet-1  (1.5s)"]
@@ -374,23 +414,17 @@ mod tests {
     #[test]
     fn retries_compensations_and_the_end_are_visible() {
         let mut progress = Progress::new();
-        progress.apply(&entry(
-            1,
-            "2026-11-23T10:00:00Z",
-            "WorkflowStarted",
-            json!({"workflow_type": "create_hosted_cluster"}),
-        ));
-        progress.apply(&entry(
-            2,
-            "2026-11-23T10:00:00Z",
-            "ActivityScheduled",
-            json!({"activity_type": "aws.create_vpc", "input": {}, "compensation_of": null}),
-        ));
+        progress.apply(&entry(1, 0, started("create_hosted_cluster")));
+        progress.apply(&entry(2, 0, scheduled("aws.create_vpc", json!({}), None)));
         let retry = progress.apply(&entry(
             3,
-            "2026-11-23T10:00:01Z",
-            "ActivityFailed",
-            json!({"scheduled_seq": 2, "attempt": 1, "failure": {"kind": "Throttling", "message": "slow down", "retryable": true}, "retry_at": "2026-11-23T10:00:03Z"}),
+            1_000,
+            ActivityFailed {
+                scheduled_seq: seq(2),
+                attempt: 1,
+                failure: ActivityFailure::retryable("Throttling", "slow down"),
+                retry_at: Some(Timestamp::from_millis(T0 + 3_000)),
+            },
         ));
         assert_eq!(
             retry,
@@ -399,22 +433,21 @@ mod tests {
         assert_eq!(progress.retries, 1);
         progress.apply(&entry(
             4,
-            "2026-11-23T10:00:04Z",
-            "ActivityScheduled",
-            json!({"activity_type": "aws.delete_vpc", "input": {}, "compensation_of": 2}),
+            4_000,
+            scheduled("aws.delete_vpc", json!({}), Some(seq(2))),
         ));
-        let undone = progress.apply(&entry(
-            5,
-            "2026-11-23T10:00:05Z",
-            "ActivityCompleted",
-            json!({"scheduled_seq": 4, "attempt": 1}),
-        ));
+        let undone = progress.apply(&entry(5, 5_000, completed(4)));
         assert_eq!(undone, vec!["   +5.0s  ↶ aws.delete_vpc  (1.0s)"]);
         let end = progress.apply(&entry(
             6,
-            "2026-11-23T10:01:10Z",
-            "WorkflowCompensated",
-            json!({"cause": {"kind": "activity", "activity_type": "aws.create_subnet", "seq": 7, "failure": {"kind": "InvalidInput", "message": "boom", "retryable": false}}}),
+            70_000,
+            WorkflowCompensated {
+                cause: WorkflowError::Activity {
+                    activity_type: "aws.create_subnet".into(),
+                    seq: seq(7),
+                    failure: ActivityFailure::permanent("InvalidInput", "boom"),
+                },
+            },
         ));
         assert_eq!(
             end,
@@ -423,6 +456,20 @@ mod tests {
         assert_eq!(
             progress.outcome.as_ref().map(Outcome::status),
             Some("compensated")
+        );
+    }
+
+    #[test]
+    fn an_event_this_code_cannot_read_is_shown() {
+        let mut progress = Progress::new();
+        progress.apply(&entry(1, 0, started("noop_chain")));
+        let mut future = entry(2, 1_000, completed(1));
+        future.kind = "FromTheFuture".into();
+        let lines = progress.apply(&future);
+        assert_eq!(lines.len(), 1);
+        assert!(
+            lines[0].contains("? event 2: unknown event kind"),
+            "{lines:?}"
         );
     }
 }

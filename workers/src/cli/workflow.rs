@@ -2,12 +2,14 @@
 //! through the public NATS API.
 
 use anyhow::Context;
-use serde_json::{json, Value};
+use hcpflow_engine::event::{ResourceCreated, ResourceDeleted};
+use hcpflow_engine::{Event, Seq, WorkflowId, WorkflowStatus};
+use serde_json::Value;
 
 use crate::cli::cluster::{OutputArgs, OutputFormat};
 use crate::cli::follow::{completed, follow};
 use crate::cli::progress::step_label;
-use hcpflow_protocol::client::ApiClient;
+use hcpflow_protocol::{ApiClient, CancelRequest, HistoryEntry, ListRequest, SignalRequest};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum WorkflowCommand {
@@ -15,7 +17,7 @@ pub enum WorkflowCommand {
     List {
         /// pending, running, completed, compensating, compensated, cancelled, failed, blocked.
         #[arg(long)]
-        status: Option<String>,
+        status: Option<WorkflowStatus>,
         /// A workflow type (create_hosted_cluster, scale_node_pool, ...).
         #[arg(long = "type")]
         workflow_type: Option<String>,
@@ -30,27 +32,27 @@ pub enum WorkflowCommand {
     },
     /// One workflow: type, status, times, output or error.
     Describe {
-        workflow_id: String,
+        workflow_id: WorkflowId,
         #[command(flatten)]
         output: OutputArgs,
     },
     /// Every event of a workflow's history, with its hash.
     History {
-        workflow_id: String,
+        workflow_id: WorkflowId,
         #[command(flatten)]
         output: OutputArgs,
     },
     /// Follow a workflow live until it ends (exit status 0 only if it completed).
-    Watch { workflow_id: String },
+    Watch { workflow_id: WorkflowId },
     /// Ask a workflow to stop: its compensations run, and it ends `cancelled`.
     Cancel {
-        workflow_id: String,
+        workflow_id: WorkflowId,
         #[arg(long)]
         reason: Option<String>,
     },
     /// Send a signal with a JSON payload.
     Signal {
-        workflow_id: String,
+        workflow_id: WorkflowId,
         name: String,
         /// The payload, as JSON.
         payload: String,
@@ -67,87 +69,41 @@ impl WorkflowCommand {
                 limit,
                 output,
             } => {
-                let filter = json!({"status": status, "workflow_type": workflow_type,
-                                    "concurrency_key": cluster, "limit": limit.clamp(1, 1000)});
-                let reply = api.call("list", filter).await?;
-                let workflows = reply["workflows"].as_array().cloned().unwrap_or_default();
-                if output.output == OutputFormat::Json {
-                    println!("{}", serde_json::to_string_pretty(&workflows)?);
-                    return Ok(());
-                }
-                println!(
-                    "{:<48} {:<24} {:<13} {:<16} UPDATED",
-                    "WORKFLOW ID", "TYPE", "STATUS", "KEY"
-                );
-                for w in &workflows {
-                    println!(
-                        "{:<48} {:<24} {:<13} {:<16} {}",
-                        w["workflow_id"].as_str().unwrap_or("?"),
-                        w["workflow_type"].as_str().unwrap_or("?"),
-                        w["status"].as_str().unwrap_or("?"),
-                        w["concurrency_key"].as_str().unwrap_or("-"),
-                        w["updated_at"].as_str().unwrap_or("?")
-                    );
-                }
-                if reply["cursor"].is_string() {
-                    println!("(more: raise --limit, or narrow with --status/--type/--cluster)");
-                }
-                Ok(())
+                let filter = ListRequest {
+                    status,
+                    workflow_type,
+                    concurrency_key: cluster,
+                    limit: Some(limit.clamp(1, 1000)),
+                    cursor: None,
+                };
+                list(api, filter, output.output).await
             }
             WorkflowCommand::Describe {
                 workflow_id,
                 output,
-            } => {
-                let workflow = api.describe(&workflow_id).await?;
-                if output.output == OutputFormat::Json {
-                    println!("{}", serde_json::to_string_pretty(&workflow)?);
-                    return Ok(());
-                }
-                for key in [
-                    "workflow_id",
-                    "workflow_type",
-                    "status",
-                    "concurrency_key",
-                    "created_at",
-                    "updated_at",
-                ] {
-                    println!("{key:<16} {}", plain(&workflow[key]));
-                }
-                for key in ["output", "error"] {
-                    if !workflow[key].is_null() {
-                        println!("{key}:");
-                        let pretty = serde_json::to_string_pretty(&workflow[key])?;
-                        for line in pretty.lines() {
-                            println!("  {line}");
-                        }
-                    }
-                }
-                Ok(())
-            }
+            } => describe(api, &workflow_id, output.output).await,
             WorkflowCommand::History {
                 workflow_id,
                 output,
             } => {
-                let events = api.history_from(&workflow_id, 1).await?;
-                if output.output == OutputFormat::Json {
-                    for event in &events {
-                        println!("{}", serde_json::to_string(event)?);
-                    }
-                    return Ok(());
-                }
+                let events = api.history_from(&workflow_id, Seq::FIRST).await?;
                 for event in &events {
-                    println!("{}", history_line(event));
+                    match output.output {
+                        OutputFormat::Json => println!("{}", serde_json::to_string(event)?),
+                        OutputFormat::Text => println!("{}", history_line(event)),
+                    }
                 }
                 Ok(())
             }
             WorkflowCommand::Watch { workflow_id } => {
                 println!("{workflow_id}");
                 let resume = format!("hcpflow workflow watch {workflow_id}");
-                match follow(api, &workflow_id, true)
-                    .await?
-                    .ended(&workflow_id, &resume, false)?
-                {
-                    Some(progress) => completed(&progress, &workflow_id),
+                match follow(api, &workflow_id, true).await?.ended(
+                    workflow_id.as_str(),
+                    &resume,
+                    false,
+                )? {
+                    Some(progress) => completed(&progress, workflow_id.as_str()),
                     None => Ok(()),
                 }
             }
@@ -155,10 +111,10 @@ impl WorkflowCommand {
                 workflow_id,
                 reason,
             } => {
-                api.call(
-                    "cancel",
-                    json!({"workflow_id": workflow_id, "reason": reason}),
-                )
+                api.request(&CancelRequest {
+                    workflow_id: workflow_id.clone(),
+                    reason,
+                })
                 .await?;
                 println!("cancel requested for {workflow_id}; its compensations run next (hcpflow workflow watch {workflow_id})");
                 Ok(())
@@ -170,10 +126,11 @@ impl WorkflowCommand {
             } => {
                 let payload: Value = serde_json::from_str(&payload)
                     .with_context(|| format!("the payload is not JSON: {payload}"))?;
-                api.call(
-                    "signal",
-                    json!({"workflow_id": workflow_id, "signal": name, "payload": payload}),
-                )
+                api.request(&SignalRequest {
+                    workflow_id: workflow_id.clone(),
+                    signal: name.clone(),
+                    payload,
+                })
                 .await?;
                 println!("signal {name} recorded for {workflow_id}");
                 Ok(())
@@ -182,72 +139,129 @@ impl WorkflowCommand {
     }
 }
 
-fn plain(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        Value::Null => "-".to_owned(),
-        other => other.to_string(),
+async fn list(api: &ApiClient, filter: ListRequest, format: OutputFormat) -> anyhow::Result<()> {
+    let reply = api.request(&filter).await?;
+    if format == OutputFormat::Json {
+        println!("{}", serde_json::to_string_pretty(&reply.workflows)?);
+        return Ok(());
     }
+    println!(
+        "{:<48} {:<24} {:<13} {:<16} UPDATED",
+        "WORKFLOW ID", "TYPE", "STATUS", "KEY"
+    );
+    for w in &reply.workflows {
+        println!(
+            "{:<48} {:<24} {:<13} {:<16} {}",
+            w.workflow_id.as_str(),
+            w.workflow_type,
+            w.status.as_str(),
+            w.concurrency_key.as_deref().unwrap_or("-"),
+            w.updated_at
+        );
+    }
+    if reply.cursor.is_some() {
+        println!("(more: raise --limit, or narrow with --status/--type/--cluster)");
+    }
+    Ok(())
 }
 
-/// `  12  2026-11-23T07:24:41.123Z  ActivityScheduled  aws.create_vpc  3fa2b1c4…`
-pub fn history_line(entry: &Value) -> String {
-    let data = &entry["data"];
-    let kind = entry["type"].as_str().unwrap_or("?");
-    let detail = match kind {
-        "WorkflowStarted" => plain(&data["workflow_type"]),
-        "ActivityScheduled" => {
-            let label = step_label(
-                data["activity_type"].as_str().unwrap_or("?"),
-                &data["input"],
-            );
-            match data["compensation_of"].as_u64() {
+async fn describe(
+    api: &ApiClient,
+    workflow_id: &WorkflowId,
+    format: OutputFormat,
+) -> anyhow::Result<()> {
+    let workflow = api.describe(workflow_id).await?;
+    if format == OutputFormat::Json {
+        println!("{}", serde_json::to_string_pretty(&workflow)?);
+        return Ok(());
+    }
+    let fields = [
+        ("workflow_id", workflow.workflow_id.as_str()),
+        ("workflow_type", &workflow.workflow_type),
+        ("status", workflow.status.as_str()),
+        (
+            "concurrency_key",
+            workflow.concurrency_key.as_deref().unwrap_or("-"),
+        ),
+        ("created_at", &workflow.created_at),
+        ("updated_at", &workflow.updated_at),
+    ];
+    for (key, value) in fields {
+        println!("{key:<16} {value}");
+    }
+    for (key, value) in [("output", &workflow.output), ("error", &workflow.error)] {
+        if let Some(value) = value.as_ref().filter(|v| !v.is_null()) {
+            println!("{key}:");
+            for line in serde_json::to_string_pretty(value)?.lines() {
+                println!("  {line}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `  12  2026-11-23T07:24:41.123456Z  ActivityScheduled  aws.create_vpc  [3fa2b1c4…]`
+fn history_line(entry: &HistoryEntry) -> String {
+    let detail = match entry.event() {
+        Ok(event) => event_detail(&event),
+        Err(error) => format!("(not readable by this build: {error})"),
+    };
+    format!(
+        "{:>5}  {}  {:<24} {detail}  [{}…]",
+        entry.seq,
+        entry.recorded_at,
+        entry.kind,
+        &entry.hash[..entry.hash.len().min(12)]
+    )
+}
+
+/// What a history line says about one event beyond its kind.
+fn event_detail(event: &Event) -> String {
+    match event {
+        Event::WorkflowStarted(started) => started.workflow_type.clone(),
+        Event::ActivityScheduled(scheduled) => {
+            let label = step_label(&scheduled.activity_type, &scheduled.input);
+            match scheduled.compensation_of {
                 Some(seq) => format!("{label} (undoes seq {seq})"),
                 None => label,
             }
         }
-        "CompensationRegistered" => step_label(
-            data["activity_type"].as_str().unwrap_or("?"),
-            &data["input"],
-        ),
-        "ActivityCompleted" => format!("seq {} attempt {}", data["scheduled_seq"], data["attempt"]),
-        "ActivityFailed" => format!(
-            "seq {} attempt {}: {}: {}{}",
-            data["scheduled_seq"],
-            data["attempt"],
-            plain(&data["failure"]["kind"]),
-            plain(&data["failure"]["message"]),
-            if data["retry_at"].is_null() {
-                ""
-            } else {
+        Event::CompensationRegistered(registered) => {
+            step_label(&registered.activity_type, &registered.input)
+        }
+        Event::ActivityCompleted(done) => {
+            format!("seq {} attempt {}", done.scheduled_seq, done.attempt)
+        }
+        Event::ActivityFailed(failed) => format!(
+            "seq {} attempt {}: {}{}",
+            failed.scheduled_seq,
+            failed.attempt,
+            failed.failure,
+            if failed.retry_at.is_some() {
                 " (retried)"
+            } else {
+                ""
             }
         ),
-        "ResourceCreated" | "ResourceDeleted" => format!(
-            "{} {} (seq {} attempt {})",
-            plain(&data["resource"]["kind"]),
-            plain(&data["resource"]["id"]),
-            data["activity_seq"],
-            data["attempt"]
+        Event::ResourceCreated(ResourceCreated {
+            activity_seq,
+            attempt,
+            resource,
+        })
+        | Event::ResourceDeleted(ResourceDeleted {
+            activity_seq,
+            attempt,
+            resource,
+        }) => format!(
+            "{} {} (seq {activity_seq} attempt {attempt})",
+            resource.kind, resource.id
         ),
-        "ResourceObserved" => format!(
+        Event::ResourceObserved(seen) => format!(
             "{} {} owned by {} (seq {} attempt {})",
-            plain(&data["resource"]["kind"]),
-            plain(&data["resource"]["id"]),
-            plain(&data["owner"]),
-            data["activity_seq"],
-            data["attempt"]
+            seen.resource.kind, seen.resource.id, seen.owner, seen.activity_seq, seen.attempt
         ),
-        "TimerStarted" => format!("{} ms", data["duration_ms"]),
-        "SignalReceived" => plain(&data["name"]),
+        Event::TimerStarted(timer) => format!("{} ms", timer.duration_ms),
+        Event::SignalReceived(signal) => signal.name.clone(),
         _ => String::new(),
-    };
-    let hash = entry["hash"].as_str().unwrap_or("");
-    format!(
-        "{:>5}  {}  {:<24} {detail}  [{}…]",
-        entry["seq"],
-        plain(&entry["recorded_at"]),
-        kind,
-        &hash[..hash.len().min(12)]
-    )
+    }
 }
