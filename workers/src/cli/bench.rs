@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::oneshot;
 
+use hcpflow_engine::WorkflowId;
 use hcpflow_protocol::subjects::Subjects;
-use hcpflow_protocol::NatsConfig;
+use hcpflow_protocol::{ApiClient, HistoryEntry, NatsConfig, StartRequest};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
@@ -67,29 +68,12 @@ pub async fn run(
         "noop_fanout" => json!({"width": args.steps}),
         other => bail!("bench runs noop_chain or noop_fanout, not {other}"),
     };
-    let subjects = Subjects::new(prefix)?;
-    let client = hcpflow_protocol::connect(nats_config, "hcpflow-bench").await?;
-    let waiters: Waiters = Arc::new(Mutex::new(HashMap::new()));
-    let mut events = client.subscribe(subjects.events_all()).await?;
-    let router = {
-        let waiters = waiters.clone();
-        tokio::spawn(async move {
-            while let Some(message) = events.next().await {
-                let Ok(event) = serde_json::from_slice::<Value>(&message.payload) else {
-                    continue;
-                };
-                let kind = event["type"].as_str().unwrap_or_default();
-                if !hcpflow_engine::Event::is_terminal_kind(kind) {
-                    continue;
-                }
-                let id = event["workflow_id"].as_str().unwrap_or_default();
-                let waiter = waiters.lock().ok().and_then(|mut w| w.remove(id));
-                if let Some(waiter) = waiter {
-                    let _ = waiter.send(kind.to_owned());
-                }
-            }
-        })
+    let api = ApiClient {
+        client: hcpflow_protocol::connect(nats_config, "hcpflow-bench").await?,
+        subjects: Subjects::new(prefix)?,
     };
+    let waiters: Waiters = Arc::new(Mutex::new(HashMap::new()));
+    let router = route_terminal_events(&api, waiters.clone()).await?;
     let store = match database_url {
         Some(url) => Some(
             hcpflow_eventstore::EventStore::connect(url, 1)
@@ -107,32 +91,13 @@ pub async fn run(
     let started = Instant::now();
     let outcomes: Vec<Result<Duration, String>> = futures::stream::iter(0..args.count)
         .map(|n| {
-            let (client, subjects, waiters, input) = (client.clone(), subjects.clone(), waiters.clone(), input.clone());
-            let workflow_id = format!("{run_id}-{n}");
-            let workflow_type = args.workflow.clone();
-            let timeout = Duration::from_secs(args.timeout_secs);
-            let expected = if args.fail_at.is_some() { "WorkflowCompensated" } else { "WorkflowCompleted" };
-            async move {
-                let (sender, receiver) = oneshot::channel();
-                if let Ok(mut w) = waiters.lock() {
-                    w.insert(workflow_id.clone(), sender);
-                }
-                let begin = Instant::now();
-                let request = json!({"workflow_type": workflow_type, "workflow_id": workflow_id, "input": input});
-                let reply = client
-                    .request(subjects.api("start"), serde_json::to_vec(&request).unwrap_or_default().into())
-                    .await
-                    .map_err(|e| format!("start request: {e}"))?;
-                let reply: Value = serde_json::from_slice(&reply.payload).map_err(|e| format!("start reply: {e}"))?;
-                if reply["ok"] != json!(true) {
-                    return Err(format!("start refused: {reply}"));
-                }
-                match tokio::time::timeout(timeout, receiver).await {
-                    Ok(Ok(kind)) if kind == expected => Ok(begin.elapsed()),
-                    Ok(Ok(kind)) => Err(format!("{workflow_id} ended with {kind}")),
-                    _ => Err(format!("{workflow_id} did not finish in {timeout:?}")),
-                }
-            }
+            let request = StartRequest {
+                workflow_type: args.workflow.clone(),
+                workflow_id: WorkflowId::new(format!("{run_id}-{n}")).ok(),
+                input: input.clone(),
+                parent: None,
+            };
+            run_one(&api, &waiters, request, args)
         })
         .buffer_unordered(args.concurrency.max(1))
         .collect()
@@ -144,31 +109,97 @@ pub async fn run(
         (Some(store), Some(before)) => Some(store.next_transaction_id().await? - before),
         _ => None,
     };
-    let mut latencies = Vec::new();
-    let mut failed = 0;
-    for outcome in outcomes {
-        match outcome {
-            Ok(latency) => latencies.push(latency),
-            Err(error) => {
-                failed += 1;
-                if failed <= 5 {
-                    eprintln!("bench: {error}");
-                }
+    Ok(BenchReport::tally(outcomes, elapsed, args.steps, commits))
+}
+
+/// Hands each terminal event on the events stream to the run waiting for it.
+async fn route_terminal_events(
+    api: &ApiClient,
+    waiters: Waiters,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let mut events = api.client.subscribe(api.subjects.events_all()).await?;
+    Ok(tokio::spawn(async move {
+        while let Some(message) = events.next().await {
+            let Ok(entry) = serde_json::from_slice::<HistoryEntry>(&message.payload) else {
+                continue;
+            };
+            if !hcpflow_engine::Event::is_terminal_kind(&entry.kind) {
+                continue;
+            }
+            let Some(id) = entry.workflow_id else {
+                continue;
+            };
+            let waiter = waiters.lock().ok().and_then(|mut w| w.remove(id.as_str()));
+            if let Some(waiter) = waiter {
+                let _ = waiter.send(entry.kind);
             }
         }
+    }))
+}
+
+/// Starts one workflow and waits for its terminal event: its latency, or why not.
+async fn run_one(
+    api: &ApiClient,
+    waiters: &Waiters,
+    request: StartRequest,
+    args: &BenchArgs,
+) -> Result<Duration, String> {
+    let Some(workflow_id) = request.workflow_id.clone() else {
+        return Err("the bench made an invalid workflow id".into());
+    };
+    let timeout = Duration::from_secs(args.timeout_secs);
+    let expected = if args.fail_at.is_some() {
+        "WorkflowCompensated"
+    } else {
+        "WorkflowCompleted"
+    };
+    let (sender, receiver) = oneshot::channel();
+    if let Ok(mut w) = waiters.lock() {
+        w.insert(workflow_id.to_string(), sender);
     }
-    latencies.sort();
-    Ok(BenchReport {
-        completed: latencies.len(),
-        failed,
-        elapsed,
-        steps: latencies.len() as u64 * u64::from(args.steps),
-        latencies,
-        commits,
-    })
+    let begin = Instant::now();
+    api.request(&request)
+        .await
+        .map_err(|e| format!("start of {workflow_id}: {e}"))?;
+    match tokio::time::timeout(timeout, receiver).await {
+        Ok(Ok(kind)) if kind == expected => Ok(begin.elapsed()),
+        Ok(Ok(kind)) => Err(format!("{workflow_id} ended with {kind}")),
+        _ => Err(format!("{workflow_id} did not finish in {timeout:?}")),
+    }
 }
 
 impl BenchReport {
+    /// The report of a run: latencies sorted, the first five failures printed.
+    fn tally(
+        outcomes: Vec<Result<Duration, String>>,
+        elapsed: Duration,
+        steps: u32,
+        commits: Option<i64>,
+    ) -> Self {
+        let mut latencies = Vec::new();
+        let mut failed = 0;
+        for outcome in outcomes {
+            match outcome {
+                Ok(latency) => latencies.push(latency),
+                Err(error) => {
+                    failed += 1;
+                    if failed <= 5 {
+                        eprintln!("bench: {error}");
+                    }
+                }
+            }
+        }
+        latencies.sort();
+        BenchReport {
+            completed: latencies.len(),
+            failed,
+            elapsed,
+            steps: latencies.len() as u64 * u64::from(steps),
+            latencies,
+            commits,
+        }
+    }
+
     fn percentile(&self, p: f64) -> Duration {
         if self.latencies.is_empty() {
             return Duration::ZERO;

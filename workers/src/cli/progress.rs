@@ -46,6 +46,30 @@ impl Outcome {
     pub fn succeeded(&self) -> bool {
         matches!(self, Outcome::Completed { .. })
     }
+
+    /// The outcome a terminal event records; `None` for any other event.
+    fn of(event: &Event) -> Option<Outcome> {
+        Some(match event {
+            Event::WorkflowCompleted(done) => Outcome::Completed {
+                output: done.output.clone(),
+            },
+            Event::WorkflowCompensated(undone) => Outcome::Compensated {
+                cause: undone.cause.to_string(),
+            },
+            Event::WorkflowFailed(failed) => Outcome::Failed {
+                error: failed.error.to_string(),
+                left: failed
+                    .left
+                    .iter()
+                    .map(|l| format!("{} ({})", step_label(&l.activity_type, &l.input), l.reason))
+                    .collect(),
+            },
+            Event::WorkflowCancelled(cancelled) => Outcome::Cancelled {
+                reason: cancelled.reason.clone(),
+            },
+            _ => return None,
+        })
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -102,6 +126,9 @@ impl Progress {
             self.workflow_type = Some(started.workflow_type.clone());
         }
         let stamp = self.stamp(at);
+        if let Some(outcome) = Outcome::of(&event) {
+            return self.end(stamp, outcome);
+        }
         match event {
             Event::WorkflowStarted(started) => {
                 vec![format!("{stamp}  ▶ {} started", started.workflow_type)]
@@ -140,38 +167,6 @@ impl Progress {
                 timer.duration_ms as f64 / 1000.0
             )],
             Event::SignalReceived(signal) => vec![format!("{stamp}  ✉ signal {}", signal.name)],
-            Event::WorkflowCompleted(done) => self.end(
-                stamp,
-                Outcome::Completed {
-                    output: done.output,
-                },
-            ),
-            Event::WorkflowCompensated(undone) => self.end(
-                stamp,
-                Outcome::Compensated {
-                    cause: undone.cause.to_string(),
-                },
-            ),
-            Event::WorkflowFailed(failed) => {
-                let left = failed
-                    .left
-                    .iter()
-                    .map(|l| format!("{} ({})", step_label(&l.activity_type, &l.input), l.reason))
-                    .collect();
-                self.end(
-                    stamp,
-                    Outcome::Failed {
-                        error: failed.error.to_string(),
-                        left,
-                    },
-                )
-            }
-            Event::WorkflowCancelled(cancelled) => self.end(
-                stamp,
-                Outcome::Cancelled {
-                    reason: cancelled.reason,
-                },
-            ),
             _ => Vec::new(),
         }
     }

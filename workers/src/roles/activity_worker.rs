@@ -13,7 +13,9 @@ use hcpflow_engine::event::{
     ActivityCompleted, ActivityFailed, ResourceCreated, ResourceDeleted, ResourceObserved,
 };
 use hcpflow_engine::history::accepts_activity_outcome;
-use hcpflow_engine::{ActivityFailure, IdempotencyKey, Noted, RetryDecision, Seq, Timestamp};
+use hcpflow_engine::{
+    ActivityFailure, Event, IdempotencyKey, Noted, RetryDecision, Seq, Timestamp,
+};
 use hcpflow_eventstore::{Error as StoreError, LedgerAction, LedgerEntry, NewTimer, TimerKind};
 use tokio::sync::{mpsc, watch, Semaphore};
 
@@ -276,56 +278,19 @@ fn outcome_write(
     let attempt = task.attempt;
     let mut write = Write::default();
     for noted in resources {
-        let resource = noted.resource().clone();
-        let (action, owner) = match noted {
-            Noted::Created(_) => (LedgerAction::Created, None),
-            Noted::Deleted(_) => (LedgerAction::Deleted, None),
-            Noted::Observed { owner, .. } => (LedgerAction::Observed, Some(owner.clone())),
-        };
-        write.ledger.push(LedgerEntry {
-            seq,
-            attempt,
-            action,
-            provider: resource.provider.clone(),
-            kind: resource.kind.clone(),
-            resource_id: resource.id.clone(),
-            region: resource.region.clone(),
-            cluster: resource.cluster.clone(),
-            owner: owner.clone(),
-        });
-        write.events.push(match noted {
-            Noted::Created(_) => ResourceCreated {
-                activity_seq: seq,
-                attempt,
-                resource,
-            }
-            .into(),
-            Noted::Deleted(_) => ResourceDeleted {
-                activity_seq: seq,
-                attempt,
-                resource,
-            }
-            .into(),
-            Noted::Observed { owner, .. } => ResourceObserved {
-                activity_seq: seq,
-                attempt,
-                resource,
-                owner: owner.clone(),
-            }
-            .into(),
-        });
+        let (entry, event) = ledger_record(seq, attempt, noted);
+        write.ledger.push(entry);
+        write.events.push(event);
     }
     match result {
-        Ok(value) => {
-            write.events.push(
-                ActivityCompleted {
-                    scheduled_seq: seq,
-                    attempt,
-                    result: value.clone(),
-                }
-                .into(),
-            );
-        }
+        Ok(value) => write.events.push(
+            ActivityCompleted {
+                scheduled_seq: seq,
+                attempt,
+                result: value.clone(),
+            }
+            .into(),
+        ),
         Err(failure) => {
             // Jittered: the delay is recorded in the history, so replay sees the same one.
             let jitter = rand::random::<f64>();
@@ -352,6 +317,53 @@ fn outcome_write(
         }
     }
     write
+}
+
+/// One object an attempt noted: its `resource_ledger` row and its history event.
+fn ledger_record(seq: Seq, attempt: u32, noted: &Noted) -> (LedgerEntry, Event) {
+    let noted_resource = noted.resource();
+    let entry = |action, owner: Option<&String>| LedgerEntry {
+        seq,
+        attempt,
+        action,
+        provider: noted_resource.provider.clone(),
+        kind: noted_resource.kind.clone(),
+        resource_id: noted_resource.id.clone(),
+        region: noted_resource.region.clone(),
+        cluster: noted_resource.cluster.clone(),
+        owner: owner.cloned(),
+    };
+    let resource = noted_resource.clone();
+    match noted {
+        Noted::Created(_) => (
+            entry(LedgerAction::Created, None),
+            ResourceCreated {
+                activity_seq: seq,
+                attempt,
+                resource,
+            }
+            .into(),
+        ),
+        Noted::Deleted(_) => (
+            entry(LedgerAction::Deleted, None),
+            ResourceDeleted {
+                activity_seq: seq,
+                attempt,
+                resource,
+            }
+            .into(),
+        ),
+        Noted::Observed { owner, .. } => (
+            entry(LedgerAction::Observed, Some(owner)),
+            ResourceObserved {
+                activity_seq: seq,
+                attempt,
+                resource,
+                owner: owner.clone(),
+            }
+            .into(),
+        ),
+    }
 }
 
 fn now() -> Timestamp {
