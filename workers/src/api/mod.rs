@@ -1,7 +1,7 @@
-//! The public NATS API (DESIGN.md §4), server side: the request/reply [`router`] with
-//! its request [`fields`], the
-//! durable [`submit`] stream, and [`intake`], where every start — from either, or from
-//! a parent workflow — is validated, sealed and committed; [`views`]: what the event
+//! The public NATS API (DESIGN.md §4), server side: the request/reply [`router`], which
+//! reads each body into the protocol's request type for its verb ([`fields`]); the
+//! durable [`submit`] stream; and [`intake`], where every start — from either, or from
+//! a parent workflow — is validated, sealed and committed. [`views`]: what the event
 //! store holds, as the replies show it.
 //!
 //! What it guarantees: every request gets exactly one reply; a start is answered only

@@ -1,11 +1,10 @@
 //! The runtime every role stands on: appending to a history ([`journal`]), what a step
 //! decides ([`decide`], pure), the messages an append causes ([`outgoing`], pure),
 //! publishing them after the commit ([`publish`]), one step of a workflow in one
-//! transaction ([`step`]),
-//! the decoded histories a process keeps ([`history_cache`]), running an activity here
-//! at once when this process can ([`eager`]), NATS streams, consumers and deliveries
-//! ([`nats`]), what a failed task's message becomes ([`task_error`]: ack, retry later
-//! or block), metrics, and the TLS provider.
+//! transaction ([`step`]), the decoded histories a process keeps ([`history_cache`]),
+//! running an activity here at once when this process can ([`eager`]), NATS streams,
+//! consumers and deliveries ([`nats`]), what a failed task's message becomes
+//! ([`task_error`]: ack, retry later or block), metrics, and the TLS provider.
 //!
 //! What it guarantees: every append commits its outgoing messages with it (the outbox)
 //! and publishes them after the commit; a conflicting append is detected, never
