@@ -2,9 +2,8 @@
 //! naming its workflow by a validated id, so a message with a wrong id or seq does not
 //! decode (it is dropped as malformed, never run).
 
-use hcpflow_engine::{ActivityOptions, Seq, WorkflowId};
+use hcpflow_engine::{Seq, WorkflowId};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// A workflow task: run the executor for this workflow.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,15 +21,14 @@ pub struct ChildDone {
 }
 
 /// An activity task: run attempt `attempt` of the activity scheduled at `scheduled_seq`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// It names the attempt and nothing else: the worker runs the type, input and options
+/// the history recorded, so a forged message can at most wake an attempt the history
+/// waits for. (Messages of earlier versions carried the request too; it is ignored.)
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActivityTaskMessage {
     pub workflow_id: WorkflowId,
     pub scheduled_seq: Seq,
     pub attempt: u32,
-    /// The request as scheduled, so the attempt runs without reading the history.
-    pub activity_type: String,
-    pub input: Value,
-    pub options: ActivityOptions,
 }
 
 /// The header that marks an internal child start on the submit subject.
@@ -63,13 +61,16 @@ mod tests {
                 "{bad}"
             );
         }
-        let activity = json!({"workflow_id": "wf-1", "scheduled_seq": 0, "attempt": 1,
-                              "activity_type": "noop.step", "input": {},
-                              "options": ActivityOptions::default()});
+        let activity = json!({"workflow_id": "wf-1", "scheduled_seq": 0, "attempt": 1});
         let error = serde_json::from_value::<ActivityTaskMessage>(activity).unwrap_err();
         assert!(
             error.to_string().contains("seq must be at least 1"),
             "{error}"
         );
+        // A message of an earlier version, with the request in it, names the same attempt.
+        let earlier = json!({"workflow_id": "wf-1", "scheduled_seq": 2, "attempt": 1,
+                             "activity_type": "noop.step", "input": {}, "options": {}});
+        let task: ActivityTaskMessage = serde_json::from_value(earlier).unwrap();
+        assert_eq!(task.scheduled_seq.get(), 2);
     }
 }

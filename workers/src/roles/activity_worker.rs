@@ -12,11 +12,9 @@ use std::time::{Duration, Instant};
 use hcpflow_engine::event::{
     ActivityCompleted, ActivityFailed, ResourceCreated, ResourceDeleted, ResourceObserved,
 };
-use hcpflow_engine::history::accepts_activity_outcome;
-use hcpflow_engine::{
-    ActivityFailure, Event, IdempotencyKey, Noted, RetryDecision, Seq, Timestamp,
-};
-use hcpflow_eventstore::{Error as StoreError, LedgerAction, LedgerEntry, NewTimer, TimerKind};
+use hcpflow_engine::history::{accepts_activity_outcome, awaited_attempt, ActivityTask};
+use hcpflow_engine::{ActivityFailure, Event, Noted, RetryDecision, Seq, Timestamp};
+use hcpflow_eventstore::{LedgerAction, LedgerEntry, NewTimer, TimerKind};
 use tokio::sync::{mpsc, watch, Semaphore};
 
 use crate::catalog::activities::{ActivityInput, ActivityRegistry, Ledger};
@@ -138,17 +136,28 @@ impl ActivityWorker {
         drop(permit);
     }
 
-    async fn handle(&self, message: async_nats::jetstream::Message, task: ActivityTaskMessage) {
-        // A task from NATS may be stale: a copy published after an eager run's lease ran
-        // out, or a redelivery of an attempt already recorded. Running a stale create
-        // after the workflow moved on (say, rolled back) would make a resource nothing
-        // undoes, so only an attempt the history still waits for runs.
-        if !self.still_wanted(&task).await {
-            self.journal.metrics.duplicates_dropped.inc();
-            let _ = message.ack().await;
-            return;
-        }
+    async fn handle(&self, message: async_nats::jetstream::Message, named: ActivityTaskMessage) {
         let message = Arc::new(message);
+        let task = match self.awaited(&named).await {
+            Ok(Some(task)) => task,
+            Ok(None) => {
+                self.journal.metrics.duplicates_dropped.inc();
+                let _ = message.ack().await;
+                return;
+            }
+            Err(error) => {
+                let retry = Duration::from_secs(1);
+                settle(
+                    &self.journal,
+                    &message,
+                    &named.workflow_id,
+                    Err(error),
+                    retry,
+                )
+                .await;
+                return;
+            }
+        };
         // Heartbeat: tell NATS the attempt is alive, so only a dead worker's task returns,
         // and keep the workflow fresh so the sweeper does not re-enqueue a long attempt.
         let beat = {
@@ -181,28 +190,39 @@ impl ActivityWorker {
         .await;
     }
 
-    /// Whether the history still waits for this attempt's outcome. When the history
-    /// cannot be read, the attempt runs (recording it is checked again).
-    async fn still_wanted(&self, task: &ActivityTaskMessage) -> bool {
-        let (id, seq) = (&task.workflow_id, task.scheduled_seq);
-        match self.journal.load(id).await {
-            Ok(history) => accepts_activity_outcome(&history, seq, task.attempt),
-            Err(StoreError::NotFound(_)) => false,
-            Err(_) => true,
-        }
+    /// The attempt a message names, as the history recorded it, if the history still
+    /// waits for it. A message only names an attempt: what runs is the recorded type,
+    /// input and options, so a forged task cannot run anything the workflow did not
+    /// schedule. A message may also be stale (published after an eager run's lease ran
+    /// out, or redelivered after its outcome was recorded): running a stale create after
+    /// the workflow moved on would make a resource nothing undoes, so `None`. A history
+    /// that cannot be read or decoded runs nothing: the error says what becomes of the
+    /// task (acked for a workflow that is not there, blocked, or retried later).
+    async fn awaited(
+        &self,
+        named: &ActivityTaskMessage,
+    ) -> Result<Option<ActivityTask>, TaskError> {
+        let id = &named.workflow_id;
+        let history = (self.journal.load(id).await).map_err(|e| TaskError::from_store(id, e))?;
+        Ok(awaited_attempt(
+            id,
+            &history,
+            named.scheduled_seq,
+            named.attempt,
+        ))
     }
 
     /// Runs the attempt and records its outcome — once: a second outcome for the same
     /// attempt is dropped. With the workflow role in this process, the workflow's next
     /// commands are appended in the same transaction.
-    pub async fn attempt(&self, task: &ActivityTaskMessage) -> Result<(), TaskError> {
+    pub async fn attempt(&self, task: &ActivityTask) -> Result<(), TaskError> {
         let (id, seq) = (task.workflow_id.clone(), task.scheduled_seq);
         let ledger = Ledger::default();
         let input = ActivityInput {
             workflow_id: id.clone(),
             scheduled_seq: seq,
             attempt: task.attempt,
-            idempotency_key: IdempotencyKey::for_activity(&id, seq),
+            idempotency_key: task.idempotency_key.clone(),
             input: task.input.clone(),
             ledger: ledger.clone(),
         };
@@ -271,7 +291,7 @@ impl ActivityWorker {
 /// The events (ledger entries, then the outcome) and the retry timer of one attempt.
 fn outcome_write(
     seq: Seq,
-    task: &ActivityTaskMessage,
+    task: &ActivityTask,
     result: &Result<serde_json::Value, ActivityFailure>,
     resources: &[Noted],
 ) -> Write {

@@ -14,7 +14,6 @@ use hcpflow_eventstore::{Error as StoreError, WorkflowFilter};
 use tokio::sync::watch;
 
 use crate::runtime::journal::Journal;
-use hcpflow_protocol::ActivityTaskMessage;
 
 #[derive(Debug)]
 pub struct Sweeper {
@@ -136,18 +135,7 @@ impl Sweeper {
             );
         }
         for activity in work.activities.iter().filter(|a| a.not_before.is_none()) {
-            messages.push(
-                self.journal
-                    .outgoing
-                    .activity_message(&ActivityTaskMessage {
-                        workflow_id: id.clone(),
-                        scheduled_seq: activity.scheduled_seq,
-                        attempt: activity.attempt,
-                        activity_type: activity.activity_type.clone(),
-                        input: activity.input.clone(),
-                        options: activity.options.clone(),
-                    }),
-            );
+            messages.push(self.journal.outgoing.activity_message(activity));
         }
         for child in &work.children {
             if matches!(

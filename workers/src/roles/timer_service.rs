@@ -10,8 +10,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hcpflow_engine::event::{Event, TimerFired};
-use hcpflow_engine::history::{next_attempt, pending_work};
+use hcpflow_engine::event::TimerFired;
+use hcpflow_engine::history::pending_work;
 use hcpflow_engine::{Seq, WorkflowId};
 use hcpflow_eventstore::{ClaimedTimer, Error as StoreError, TimerKind, TIMERS_CHANNEL};
 use tokio::sync::watch;
@@ -90,25 +90,15 @@ impl TimerService {
             TimerKind::Timer => self.fire_timer(&timer.workflow_id, timer.seq).await,
             TimerKind::Retry => {
                 let history = self.journal.load(&timer.workflow_id).await?;
-                let Some(Event::ActivityScheduled(scheduled)) =
-                    history.get(timer.seq.get() as usize - 1).map(|e| &e.event)
-                else {
-                    return Ok(());
-                };
-                let attempt = next_attempt(&history, timer.seq);
-                if pending_work(&timer.workflow_id, &history)
+                let work = pending_work(&timer.workflow_id, &history);
+                let Some(retry) = work
                     .activities
                     .iter()
-                    .all(|a| a.scheduled_seq != timer.seq)
-                {
+                    .find(|a| a.scheduled_seq == timer.seq)
+                else {
                     return Ok(()); // finished or cancelled meanwhile
-                }
-                let task = self.journal.outgoing.activity_task(
-                    &timer.workflow_id,
-                    timer.seq,
-                    attempt,
-                    scheduled,
-                );
+                };
+                let task = self.journal.outgoing.activity_message(retry);
                 self.journal.publish(&task).await
             }
         }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
-use hcpflow_protocol::ActivityTaskMessage;
+use hcpflow_engine::history::ActivityTask;
 
 /// How long a local run holds its outbox row without extending the lease (it extends it
 /// every third of this): how long a crashed process's eager task waits for the relay.
@@ -24,7 +24,7 @@ pub const LOCAL_LEASE: Duration = Duration::from_secs(15);
 pub struct LocalTask {
     /// The task's outbox row, claimed by this process.
     pub outbox_id: i64,
-    pub task: ActivityTaskMessage,
+    pub task: ActivityTask,
     /// The activity worker's slot it runs in.
     pub permit: OwnedSemaphorePermit,
 }
@@ -34,7 +34,7 @@ pub struct LocalTask {
 pub struct Reserved {
     /// Position of the task's message in the step's outbox messages.
     pub position: usize,
-    pub task: ActivityTaskMessage,
+    pub task: ActivityTask,
     pub permit: OwnedSemaphorePermit,
 }
 

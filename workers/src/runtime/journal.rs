@@ -10,13 +10,13 @@ use std::sync::{Arc, Mutex};
 
 use async_nats::jetstream;
 use hcpflow_engine::event::Event;
+use hcpflow_engine::history::ActivityTask;
 use hcpflow_engine::{Catalog, HistoryEvent, Seq, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::{
     AppendBatch, Appended, EventStore, LedgerEntry, NewEvent, NewTimer, NewWorkflow, OutboxClaim,
     OutboxMessage,
 };
 use hcpflow_protocol::subjects::Subjects;
-use hcpflow_protocol::ActivityTaskMessage;
 use serde_json::Value;
 
 use crate::runtime::eager::{EagerDispatch, Reserved, LOCAL_LEASE};
@@ -46,7 +46,7 @@ pub struct Write {
     pub ledger: Vec<LedgerEntry>,
     /// The activity tasks among `messages`, by position: the journal may run them in
     /// this process after the commit (eager dispatch).
-    pub activity_tasks: Vec<(usize, ActivityTaskMessage)>,
+    pub activity_tasks: Vec<(usize, ActivityTask)>,
 }
 
 #[derive(Debug)]

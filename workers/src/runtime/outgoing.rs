@@ -4,7 +4,8 @@
 //! publishes them after the commit.
 
 use hcpflow_engine::event::{ActivityScheduled, ChildStarted, Event, ParentRef};
-use hcpflow_engine::{Seq, WorkflowId};
+use hcpflow_engine::history::ActivityTask;
+use hcpflow_engine::{IdempotencyKey, Seq, WorkflowId};
 use hcpflow_eventstore::{NewTimer, OutboxMessage, StoredEvent, TimerKind};
 use hcpflow_protocol::subjects::Subjects;
 use hcpflow_protocol::{ActivityTaskMessage, ChildDone, StartRequest, WorkflowTask};
@@ -60,26 +61,20 @@ impl Outgoing {
         }
     }
 
-    /// Attempt `attempt` of the activity scheduled at `seq`, as its queue carries it.
-    pub fn activity_task(
-        &self,
-        id: &WorkflowId,
-        seq: Seq,
-        attempt: u32,
-        scheduled: &ActivityScheduled,
-    ) -> OutboxMessage {
-        self.activity_message(&activity_task_body(id, seq, attempt, scheduled))
-    }
-
-    /// An activity task as its queue's subject carries it.
-    pub fn activity_message(&self, task: &ActivityTaskMessage) -> OutboxMessage {
+    /// An activity task on its queue's subject: the message names the attempt only.
+    pub fn activity_message(&self, task: &ActivityTask) -> OutboxMessage {
+        let message = ActivityTaskMessage {
+            workflow_id: task.workflow_id.clone(),
+            scheduled_seq: task.scheduled_seq,
+            attempt: task.attempt,
+        };
         OutboxMessage {
             subject: self.subjects.activity_tasks(&task.options.task_queue),
             msg_id: format!(
                 "at-{}-{}-{}",
                 task.workflow_id, task.scheduled_seq, task.attempt
             ),
-            payload: serde_json::to_vec(task).unwrap_or_default(),
+            payload: serde_json::to_vec(&message).unwrap_or_default(),
         }
     }
 
@@ -156,13 +151,15 @@ fn activity_task_body(
     seq: Seq,
     attempt: u32,
     scheduled: &ActivityScheduled,
-) -> ActivityTaskMessage {
-    ActivityTaskMessage {
+) -> ActivityTask {
+    ActivityTask {
         workflow_id: id.clone(),
         scheduled_seq: seq,
-        attempt,
         activity_type: scheduled.activity_type.clone(),
         input: scheduled.input.clone(),
         options: scheduled.options.clone(),
+        attempt,
+        idempotency_key: IdempotencyKey::for_activity(id, seq),
+        not_before: None,
     }
 }

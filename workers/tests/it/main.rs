@@ -14,6 +14,7 @@ mod cluster_support;
 mod config;
 mod crash;
 mod hosted_cluster;
+mod hostile;
 mod kube_registry;
 mod rollback;
 mod secrets;

@@ -143,6 +143,41 @@ pub fn accepts_activity_outcome(
     attempt == failed_attempts + 1
 }
 
+/// Attempt `attempt` of the activity scheduled at `scheduled_seq`, as the history
+/// recorded it — type, input and options from its `ActivityScheduled` — if the history
+/// still waits for that attempt's outcome; `None` otherwise. A task message only names
+/// the attempt: what runs is always what this returns.
+pub fn awaited_attempt(
+    workflow_id: &WorkflowId,
+    history: &[HistoryEvent],
+    scheduled_seq: Seq,
+    attempt: u32,
+) -> Option<ActivityTask> {
+    if !accepts_activity_outcome(history, scheduled_seq, attempt) {
+        return None;
+    }
+    let scheduled = history.iter().find_map(|e| match &e.event {
+        Event::ActivityScheduled(scheduled) if e.seq == scheduled_seq => Some(scheduled),
+        _ => None,
+    })?;
+    let not_before = history.iter().rev().find_map(|e| match &e.event {
+        Event::ActivityFailed(failed) if failed.scheduled_seq == scheduled_seq => {
+            Some(failed.retry_at)
+        }
+        _ => None,
+    });
+    Some(ActivityTask {
+        workflow_id: workflow_id.clone(),
+        scheduled_seq,
+        activity_type: scheduled.activity_type.clone(),
+        input: scheduled.input.clone(),
+        options: scheduled.options.clone(),
+        attempt,
+        idempotency_key: IdempotencyKey::for_activity(workflow_id, scheduled_seq),
+        not_before: not_before.flatten(),
+    })
+}
+
 /// The attempt number the next execution of `scheduled_seq` has.
 pub fn next_attempt(history: &[HistoryEvent], scheduled_seq: Seq) -> u32 {
     1 + history
@@ -306,6 +341,36 @@ mod tests {
             options: ActivityOptions::default(),
             compensation_of,
         }
+    }
+
+    #[test]
+    fn the_awaited_attempt_is_the_recorded_command_and_only_the_next_one() {
+        let id = WorkflowId::new("w").unwrap();
+        let mut history = HistoryBuilder::start("t", json!(null));
+        let a = history.push(ActivityScheduled {
+            input: json!({"vpc": "vpc-1"}),
+            ..scheduled("aws.create_subnet", None)
+        });
+        history.push(ActivityFailed {
+            scheduled_seq: a,
+            attempt: 1,
+            failure: ActivityFailure::retryable("Throttling", "x"),
+            retry_at: Some(Timestamp::from_millis(9)),
+        });
+        let history = history.build();
+        let task = awaited_attempt(&id, &history, a, 2).expect("attempt 2 is awaited");
+        assert_eq!(task.activity_type, "aws.create_subnet");
+        assert_eq!(task.input, json!({"vpc": "vpc-1"}));
+        assert_eq!(task.not_before, Some(Timestamp::from_millis(9)));
+        assert_eq!(task.idempotency_key, IdempotencyKey::for_activity(&id, a));
+        assert_eq!(awaited_attempt(&id, &history, a, 1), None, "an old attempt");
+        assert_eq!(
+            awaited_attempt(&id, &history, a, 3),
+            None,
+            "a future attempt"
+        );
+        let unscheduled = a.advance(1);
+        assert_eq!(awaited_attempt(&id, &history, unscheduled, 1), None);
     }
 
     #[test]

@@ -1,0 +1,165 @@
+//! What a hostile publisher cannot make the server do (issue 18). Anyone able to
+//! publish on the internal task subjects must not be able to run work the history did
+//! not schedule, nor run an attempt the history cannot vouch for.
+
+use std::time::{Duration, Instant};
+
+use hcpflow_engine::event::{ActivityScheduled, WorkflowStarted};
+use hcpflow_engine::{ActivityOptions, Event, Seq, WorkflowId, WorkflowStatus};
+use hcpflow_eventstore::{AppendBatch, NewEvent, NewWorkflow};
+use hcpflow_protocol::subjects::Subjects;
+use serde_json::{json, Value};
+
+use crate::support::{stack, unique, Server};
+
+/// Publishes `task` on the activity task subject of `queue`, as anyone on NATS could.
+async fn publish_task(server: &Server, queue: &str, task: &Value) {
+    let subjects = Subjects::new(&server.prefix).unwrap();
+    let js = async_nats::jetstream::new(server.client.clone());
+    js.publish(
+        subjects.activity_tasks(queue),
+        serde_json::to_vec(task).unwrap().into(),
+    )
+    .await
+    .unwrap()
+    .await
+    .unwrap();
+}
+
+/// The history of `id` as the API returns it.
+async fn history(server: &Server, id: &str) -> Vec<Value> {
+    let reply = server
+        .api("history", json!({"workflow_id": id, "limit": 1000}))
+        .await;
+    reply["events"].as_array().cloned().unwrap_or_default()
+}
+
+/// The value of a counter on the metrics endpoint.
+async fn counter(metrics_addr: &str, name: &str) -> u64 {
+    let metrics = crate::support::http_get(metrics_addr, "/metrics").await;
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_activity_task_runs_only_what_the_history_recorded() {
+    let Some(env) = stack("a_forged_activity_task_runs_only_what_the_history_recorded") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("forge");
+    let server = Server::start(env, &prefix, &[]).await;
+    let id = format!("{prefix}-chain");
+    // One step that takes seconds and returns an empty string.
+    let started = server
+        .start_workflow("noop_chain", &id, json!({"steps": 1, "sleep_ms": 3000}))
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let scheduled_seq = loop {
+        let scheduled = history(&server, &id)
+            .await
+            .into_iter()
+            .find(|e| e["type"] == "ActivityScheduled" && e["data"]["compensation_of"].is_null());
+        if let Some(event) = scheduled {
+            break event["seq"].as_u64().unwrap();
+        }
+        assert!(Instant::now() < deadline, "the step was never scheduled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // The same attempt, with the input of the forger's choice: done at once, five bytes.
+    let forged = json!({
+        "workflow_id": id, "scheduled_seq": scheduled_seq, "attempt": 1,
+        "activity_type": "noop.step",
+        "input": {"step": 1, "sleep_ms": 0, "fail": false, "payload_bytes": 5},
+        "options": ActivityOptions::default(),
+    });
+    publish_task(&server, "default", &forged).await;
+    assert_eq!(
+        server.wait_terminal(&id, Duration::from_secs(60)).await,
+        "completed"
+    );
+    let events = history(&server, &id).await;
+    let completed = events
+        .iter()
+        .find(|e| e["type"] == "ActivityCompleted" && e["data"]["scheduled_seq"] == scheduled_seq)
+        .expect("the step completed");
+    assert_eq!(
+        completed["data"]["result"],
+        json!(""),
+        "the recorded result is the scheduled input's, not the forged one's: {completed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_activity_task_whose_history_does_not_decode_is_not_run() {
+    let Some(env) = stack("an_activity_task_whose_history_does_not_decode_is_not_run") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("undec");
+    let metrics_addr = format!("127.0.0.1:{}", crate::support::free_port());
+    let server = Server::start(env, &prefix, &["--metrics-addr", &metrics_addr]).await;
+    // A history this code cannot read: a step scheduled, then an event of a kind from
+    // a newer build. Written straight to the store, as a newer server would have.
+    let id = format!("{prefix}-future");
+    let input = json!({"step": 1, "sleep_ms": 0, "fail": false, "payload_bytes": 0});
+    let events = [
+        Event::from(WorkflowStarted {
+            workflow_type: "noop_chain".into(),
+            input: json!({"steps": 1}),
+            concurrency_key: None,
+            parent: None,
+        }),
+        Event::from(ActivityScheduled {
+            activity_type: "noop.step".into(),
+            input_digest: hcpflow_engine::event::digest(&input),
+            input: input.clone(),
+            options: ActivityOptions::default(),
+            compensation_of: None,
+        }),
+    ];
+    let mut new_events: Vec<NewEvent> = events
+        .iter()
+        .map(|event| {
+            let (kind, data) = event.to_record();
+            NewEvent::new(kind, data)
+        })
+        .collect();
+    new_events.push(NewEvent::new("FromTheFuture", json!({"v": 1})));
+    let batch = AppendBatch::new(WorkflowId::new(&id).unwrap(), Seq::FIRST, new_events)
+        .with_status(WorkflowStatus::Running);
+    server
+        .store
+        .create_workflow(
+            &NewWorkflow {
+                workflow_type: "noop_chain".into(),
+                status: WorkflowStatus::Running,
+                concurrency_key: None,
+                parent_id: None,
+                input_digest: None,
+                events_subject: None,
+            },
+            batch,
+        )
+        .await
+        .unwrap();
+    let task = json!({
+        "workflow_id": id, "scheduled_seq": 2, "attempt": 1,
+        "activity_type": "noop.step", "input": input, "options": ActivityOptions::default(),
+    });
+    publish_task(&server, "default", &task).await;
+    // The task is settled by blocking the workflow, without running the attempt.
+    assert_eq!(
+        server.wait_terminal(&id, Duration::from_secs(30)).await,
+        "blocked"
+    );
+    assert_eq!(
+        counter(&metrics_addr, "hcpflow_activity_tasks_total").await,
+        0,
+        "an attempt ran although its history could not vouch for it"
+    );
+}
