@@ -10,7 +10,8 @@ use hcpflow_engine::{ChainHash, Seq, WorkflowId, WorkflowStatus};
 use serde_json::Value;
 use sqlx::PgConnection;
 
-use crate::error::{is_division_by_zero, is_unique_violation, Error, Result};
+use crate::attempt_claims::AttemptClaim;
+use crate::error::{is_claim_lost, is_division_by_zero, is_unique_violation, Error, Result};
 use crate::ledger::{self, LedgerEntry};
 use crate::outbox::{OutboxMessage, OutboxRow};
 use crate::published::PublishedRange;
@@ -60,6 +61,10 @@ pub struct AppendBatch {
     /// Outbox rows the appending process takes itself (it runs the activity at once,
     /// without a trip through NATS), written claimed under its lease.
     pub claimed_outbox: Option<OutboxClaim>,
+    /// The claim of the runner whose attempt's outcome this batch records: the append
+    /// deletes it, or fails with [`Error::ClaimLost`] when the runner no longer holds
+    /// it (see [`crate::attempt_claims`]).
+    pub attempt_claim: Option<AttemptClaim>,
 }
 
 /// Rows of a batch's outbox that the appending process claims as it writes them. Until
@@ -71,6 +76,9 @@ pub struct OutboxClaim {
     pub lease: std::time::Duration,
     /// Positions in the batch's `outbox`.
     pub rows: Vec<usize>,
+    /// The activity attempts (seq, attempt) those rows carry, claimed for `claimer`
+    /// under the same lease, so that no other runner runs them meanwhile.
+    pub attempts: Vec<(Seq, u32)>,
 }
 
 impl AppendBatch {
@@ -89,6 +97,7 @@ impl AppendBatch {
             recorded_at: None,
             mark_published: Vec::new(),
             claimed_outbox: None,
+            attempt_claim: None,
         }
     }
 
@@ -376,7 +385,8 @@ async fn promote_next(conn: &mut PgConnection, key: &str) -> Result<Option<Workf
 }
 
 /// Outbox ids, rows moved in the index, its concurrency key and events watermark, the
-/// two notify columns, and the guard that the index moved.
+/// two notify columns, and the guards that the runner held its claim and that the index
+/// moved.
 type WrittenRow = (
     Vec<i64>,
     i64,
@@ -384,6 +394,7 @@ type WrittenRow = (
     Option<i64>,
     Option<String>,
     Option<String>,
+    i32,
     i32,
 );
 
@@ -430,6 +441,13 @@ pub(crate) async fn write_batch(
         .flat_map(|claim| claim.rows.iter())
         .map(|row| i64::try_from(*row).unwrap_or(i64::MAX - 1) + 1)
         .collect();
+    let (claimed_seqs, claimed_attempts): (Vec<i64>, Vec<i32>) = batch
+        .claimed_outbox
+        .iter()
+        .flat_map(|claim| claim.attempts.iter())
+        .map(|(seq, attempt)| (to_i64(*seq), i32::try_from(*attempt).unwrap_or(i32::MAX)))
+        .unzip();
+    let ending = batch.attempt_claim.as_ref();
     let timer_seqs: Vec<i64> = batch.timers.iter().map(|t| to_i64(t.seq)).collect();
     let timer_kinds: Vec<&str> = batch.timers.iter().map(|t| t.kind.as_str()).collect();
     let timer_due: Vec<_> = batch.timers.iter().map(|t| t.due_at).collect();
@@ -450,6 +468,16 @@ pub(crate) async fn write_batch(
           mk AS (
               UPDATE outbox SET published_at = now(), claim_expires_at = NULL
                WHERE id = ANY($11::bigint[]) AND published_at IS NULL),
+          ac AS (
+              INSERT INTO attempt_claims (workflow_id, scheduled_seq, attempt, runner, lease_until)
+              SELECT $1, s, a, $25::text, now() + make_interval(secs => $26::float8)
+                FROM UNNEST($27::bigint[], $28::int[]) AS c(s, a)
+              ON CONFLICT DO NOTHING),
+          cl AS (
+              DELETE FROM attempt_claims
+               WHERE $29::text IS NOT NULL AND workflow_id = $1
+                 AND scheduled_seq = $30 AND attempt = $31 AND runner = $29
+              RETURNING 1),
           tm AS (
               INSERT INTO timers (workflow_id, seq, kind, due_at)
               SELECT $1, * FROM UNNEST($12::bigint[], $13::text[], $14::timestamptz[])),
@@ -470,6 +498,9 @@ pub(crate) async fn write_batch(
                 (SELECT events_published_seq FROM up),
                 (SELECT pg_notify('hcpflow_outbox', $1))::text,
                 (SELECT pg_notify('hcpflow_timers', '') WHERE cardinality($12::bigint[]) > 0)::text,
+                -- An outcome whose runner lost its claim fails the whole statement.
+                CASE WHEN $29::text IS NULL OR EXISTS (SELECT 1 FROM cl) THEN 1
+                     ELSE hcpflow_attempt_claim_lost() END,
                 -- An index that did not move fails the whole statement (division by
                 -- zero), so that, run outside a transaction, it still writes nothing.
                 CASE WHEN $15::bigint IS NULL THEN 1 ELSE 1 / (SELECT count(*) FROM up)::int END",
@@ -500,9 +531,22 @@ pub(crate) async fn write_batch(
     .bind(claimed_positions)
     .bind(batch.claimed_outbox.as_ref().map(|claim| claim.claimer.as_str()))
     .bind(batch.claimed_outbox.as_ref().map(|claim| claim.lease.as_secs_f64()))
+    .bind(&claimed_seqs)
+    .bind(&claimed_attempts)
+    .bind(ending.map(|claim| claim.runner.as_str()))
+    .bind(ending.map(|claim| to_i64(claim.scheduled_seq)))
+    .bind(ending.map(|claim| i32::try_from(claim.attempt).unwrap_or(i32::MAX)))
     .fetch_one(&mut *conn)
     .await;
-    let (ids, moved, concurrency_key, events_mark, _, _, _) = match written {
+    let (ids, moved, concurrency_key, events_mark, _, _, _, _) = match written {
+        Err(error) if is_claim_lost(&error) => {
+            let claim = ending.ok_or_else(|| Error::Database(error))?;
+            return Err(Error::ClaimLost {
+                workflow_id: claim.workflow_id.clone(),
+                seq: claim.scheduled_seq,
+                attempt: claim.attempt,
+            });
+        }
         Err(error) if is_unique_violation(&error) || is_division_by_zero(&error) => {
             return Err(conflict(batch, None))
         }

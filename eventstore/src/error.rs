@@ -42,6 +42,15 @@ pub enum Error {
         source: hcpflow_engine::EventError,
     },
 
+    /// The runner recording an attempt's outcome no longer holds the attempt's claim
+    /// (its lease ran out and another runner took it): nothing was written.
+    #[error("the claim on attempt {attempt} of seq {seq} of workflow {workflow_id} is held by another runner")]
+    ClaimLost {
+        workflow_id: WorkflowId,
+        seq: Seq,
+        attempt: u32,
+    },
+
     /// The caller asked for something the store cannot do (empty batch, bad cursor, ...).
     #[error("invalid request to the event store: {0}")]
     InvalidInput(String),
@@ -69,6 +78,7 @@ impl Error {
             | Error::AlreadyExists { .. }
             | Error::Corrupt { .. }
             | Error::Decode { .. }
+            | Error::ClaimLost { .. }
             | Error::InvalidInput(_)
             | Error::Migrate(_) => false,
         }
@@ -96,6 +106,11 @@ pub(crate) fn is_unique_violation(error: &sqlx::Error) -> bool {
 /// SQLSTATE 22012: the guard of an append whose index did not move.
 pub(crate) fn is_division_by_zero(error: &sqlx::Error) -> bool {
     has_sqlstate(error, &["22012"])
+}
+
+/// SQLSTATE HF001: `hcpflow_attempt_claim_lost()`, an outcome whose runner lost its claim.
+pub(crate) fn is_claim_lost(error: &sqlx::Error) -> bool {
+    has_sqlstate(error, &["HF001"])
 }
 
 /// SQLSTATE 40001 (serialization failure) or 40P01 (deadlock detected).

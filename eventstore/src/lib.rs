@@ -9,12 +9,14 @@
 //! - [`append`]: atomic appends with optimistic concurrency on the expected next seq;
 //! - [`history`]: reading a history page by page, and verifying its hash chain;
 //! - [`index`], [`outbox`], [`timers`], [`ledger`]: the tables written alongside;
+//! - [`attempt_claims`]: at most one runner runs an activity attempt at a time;
 //! - [`published`]: how far each workflow's events are on the events stream;
 //! - [`registry`]: the cluster registry (name → infra id, create workflow, state);
 //! - [`checkpoints`]: signed heads of histories (audit);
 //! - [`migrate`]: the embedded migrations and the application role's grants.
 
 pub mod append;
+pub mod attempt_claims;
 pub mod checkpoints;
 mod error;
 pub mod history;
@@ -31,6 +33,7 @@ mod store;
 pub mod timers;
 
 pub use append::{AppendBatch, Appended, NewWorkflow, OutboxClaim};
+pub use attempt_claims::{AttemptClaim, Claimed};
 pub use checkpoints::{StoredCheckpoint, UnsignedHead};
 pub use error::{Error, Result};
 pub use history::{HistoryPage, VerifiedHistory};

@@ -17,7 +17,7 @@ const APPLICATION_GRANTS: &[&str] = &[
     "REVOKE ALL ON events FROM {role}",
     "GRANT SELECT, INSERT ON events TO {role}",
     "GRANT SELECT, INSERT, UPDATE ON workflows TO {role}",
-    "GRANT SELECT, INSERT, UPDATE, DELETE ON outbox, timers TO {role}",
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON outbox, timers, attempt_claims TO {role}",
     "GRANT SELECT, INSERT ON resource_ledger TO {role}",
     "GRANT SELECT, INSERT, UPDATE ON cluster_registry TO {role}",
     "REVOKE ALL ON audit_checkpoints FROM {role}",

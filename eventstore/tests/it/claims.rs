@@ -249,6 +249,7 @@ async fn a_row_claimed_at_append_is_offered_once_its_lease_runs_out() {
         claimer: "eager-test".into(),
         lease: Duration::from_millis(800),
         rows: vec![0],
+        attempts: Vec::new(),
     });
     let appended = store
         .create_workflow(&new_workflow("test"), batch)

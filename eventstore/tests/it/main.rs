@@ -8,6 +8,7 @@
 
 mod append_only;
 mod appends;
+mod attempt_claims;
 mod claims;
 mod concurrency;
 mod known_and_published;

@@ -1,11 +1,14 @@
 //! The activity worker: runs one attempt of an activity with its idempotency key,
 //! heartbeats while it runs, records the outcome, then acks.
 //!
-//! Guarantees: an activity may run more than once (a crash before the ack, a
-//! redelivery); its outcome is recorded once — a second outcome for the same attempt is
-//! dropped. A worker that dies mid-attempt stops heartbeating, and NATS redelivers the
-//! task after the ack wait.
+//! Guarantees: an attempt runs what the history scheduled, never what a message says;
+//! one runner at a time holds an attempt (a claim under a lease it extends while it
+//! runs; a second runner backs off until the lease runs out) and only the holder's
+//! outcome is recorded, once. An activity may still run more than once over time (a
+//! runner that dies mid-attempt stops extending its claim, and the task comes back),
+//! which its idempotency key makes safe.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,7 +17,7 @@ use hcpflow_engine::event::{
 };
 use hcpflow_engine::history::{accepts_activity_outcome, awaited_attempt, ActivityTask};
 use hcpflow_engine::{ActivityFailure, Event, Noted, RetryDecision, Seq, Timestamp};
-use hcpflow_eventstore::{LedgerAction, LedgerEntry, NewTimer, TimerKind};
+use hcpflow_eventstore::{AttemptClaim, Claimed, LedgerAction, LedgerEntry, NewTimer, TimerKind};
 use tokio::sync::{mpsc, watch, Semaphore};
 
 use crate::catalog::activities::{ActivityInput, ActivityRegistry, Ledger};
@@ -32,6 +35,39 @@ pub struct ActivityWorker {
     pub concurrency: usize,
     /// The worker's slots, shared by tasks from NATS and eager runs (`eager.rs`).
     pub slots: Arc<Semaphore>,
+    /// Names the runs of tasks from NATS, for their claims.
+    pub runners: Runners,
+}
+
+/// Names for runs: unique per run, so two runs of one attempt in one process are told
+/// apart as well as runs in different processes.
+#[derive(Debug)]
+pub struct Runners {
+    prefix: String,
+    next: AtomicU64,
+}
+
+impl Runners {
+    pub fn new(prefix: String) -> Self {
+        Self {
+            prefix,
+            next: AtomicU64::new(1),
+        }
+    }
+
+    fn claim(&self, task: &ActivityTask) -> AttemptClaim {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        claim_of(task, format!("{}-{n}", self.prefix))
+    }
+}
+
+fn claim_of(task: &ActivityTask, runner: String) -> AttemptClaim {
+    AttemptClaim {
+        workflow_id: task.workflow_id.clone(),
+        scheduled_seq: task.scheduled_seq,
+        attempt: task.attempt,
+        runner,
+    }
 }
 
 impl ActivityWorker {
@@ -91,44 +127,49 @@ impl ActivityWorker {
         let Some(claimer) = self.journal.eager_claimer() else {
             return;
         };
+        // The step that scheduled the task claimed its outbox row and its attempt for
+        // this process, in its commit.
+        let claim = claim_of(&task, claimer.clone());
         let beat = {
             let journal = self.journal.clone();
-            let claimer = claimer.clone();
-            let id = task.workflow_id.clone();
+            let (claimer, claim) = (claimer.clone(), claim.clone());
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(LOCAL_LEASE / 3).await;
-                    match journal
+                    let extended = journal
                         .store
                         .extend_outbox_claim(outbox_id, &claimer, LOCAL_LEASE)
-                        .await
-                    {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            tracing::warn!(outbox_id, "lost the claim on a local activity task; it may run again elsewhere");
+                        .await;
+                    let attempt = journal
+                        .store
+                        .extend_attempt_claim(&claim, LOCAL_LEASE)
+                        .await;
+                    match (extended, attempt) {
+                        (Ok(true), Ok(true)) => {}
+                        (Ok(_), Ok(_)) => {
+                            tracing::warn!(outbox_id, "lost the claim on a local activity task; another runner has it, and this run's outcome will not be recorded");
                             return;
                         }
-                        Err(error) => {
+                        (Err(error), _) | (_, Err(error)) => {
                             tracing::warn!(outbox_id, %error, "extending a local task's claim failed")
                         }
                     }
-                    let _ = journal.store.touch(&id).await;
                 }
             })
         };
         self.journal.metrics.eager_tasks.inc();
-        let outcome = self.attempt(&task).await;
+        let outcome = self.attempt(&task, Some(claim.clone())).await;
         beat.abort();
         match outcome {
-            Ok(()) => self.journal.mark_outbox_done(outbox_id),
+            // Lost: another runner took the attempt and records it.
+            Ok(()) | Err(TaskError::LostClaim { .. }) => self.journal.mark_outbox_done(outbox_id),
             Err(error) => {
                 tracing::warn!(workflow_id = %task.workflow_id, seq = task.scheduled_seq.get(), %error, "recording a local activity failed; the relay will publish its task");
-                if let Err(error) = self
-                    .journal
-                    .store
-                    .release_outbox_claim(outbox_id, &claimer)
-                    .await
-                {
+                let store = &self.journal.store;
+                if let Err(error) = store.release_attempt_claim(&claim).await {
+                    tracing::warn!(outbox_id, %error, "releasing a local attempt's claim failed; another runner takes it when the lease runs out");
+                }
+                if let Err(error) = store.release_outbox_claim(outbox_id, &claimer).await {
                     tracing::warn!(outbox_id, %error, "releasing a local task's claim failed; it is published when the lease runs out");
                 }
             }
@@ -138,6 +179,7 @@ impl ActivityWorker {
 
     async fn handle(&self, message: async_nats::jetstream::Message, named: ActivityTaskMessage) {
         let message = Arc::new(message);
+        let retry = Duration::from_secs(1);
         let task = match self.awaited(&named).await {
             Ok(Some(task)) => task,
             Ok(None) => {
@@ -146,7 +188,6 @@ impl ActivityWorker {
                 return;
             }
             Err(error) => {
-                let retry = Duration::from_secs(1);
                 settle(
                     &self.journal,
                     &message,
@@ -158,12 +199,39 @@ impl ActivityWorker {
                 return;
             }
         };
+        let claim = self.runners.claim(&task);
+        match self.journal.store.claim_attempt(&claim, ACK_WAIT).await {
+            Ok(Claimed::Taken) => {}
+            Ok(Claimed::HeldElsewhere { expires_in }) => {
+                // Another runner has the attempt. Come back once its lease would have
+                // run out: by then it has recorded the outcome, or died and let go.
+                tracing::debug!(workflow_id = %task.workflow_id, seq = %task.scheduled_seq, attempt = task.attempt, "attempt held by another runner; deferred");
+                let pause = expires_in.clamp(retry, ACK_WAIT);
+                let _ = message
+                    .ack_with(async_nats::jetstream::AckKind::Nak(Some(pause)))
+                    .await;
+                return;
+            }
+            Err(error) => {
+                let error = TaskError::from_store(&task.workflow_id, error);
+                settle(
+                    &self.journal,
+                    &message,
+                    &task.workflow_id,
+                    Err(error),
+                    retry,
+                )
+                .await;
+                return;
+            }
+        }
         // Heartbeat: tell NATS the attempt is alive, so only a dead worker's task returns,
-        // and keep the workflow fresh so the sweeper does not re-enqueue a long attempt.
+        // and extend the claim (which keeps the workflow fresh, so the sweeper does not
+        // re-enqueue a long attempt).
         let beat = {
             let message = message.clone();
             let journal = self.journal.clone();
-            let id = task.workflow_id.clone();
+            let claim = claim.clone();
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(ACK_WAIT / 3).await;
@@ -174,11 +242,14 @@ impl ActivityWorker {
                     {
                         return;
                     }
-                    let _ = journal.store.touch(&id).await;
+                    if let Ok(false) = journal.store.extend_attempt_claim(&claim, ACK_WAIT).await {
+                        tracing::warn!(workflow_id = %claim.workflow_id, seq = %claim.scheduled_seq, "lost the claim on an attempt; another runner has it, and this run's outcome will not be recorded");
+                        return;
+                    }
                 }
             })
         };
-        let outcome = self.attempt(&task).await;
+        let outcome = self.attempt(&task, Some(claim)).await;
         beat.abort();
         settle(
             &self.journal,
@@ -215,7 +286,11 @@ impl ActivityWorker {
     /// Runs the attempt and records its outcome — once: a second outcome for the same
     /// attempt is dropped. With the workflow role in this process, the workflow's next
     /// commands are appended in the same transaction.
-    pub async fn attempt(&self, task: &ActivityTask) -> Result<(), TaskError> {
+    pub async fn attempt(
+        &self,
+        task: &ActivityTask,
+        claim: Option<AttemptClaim>,
+    ) -> Result<(), TaskError> {
         let (id, seq) = (task.workflow_id.clone(), task.scheduled_seq);
         let ledger = Ledger::default();
         let input = ActivityInput {
@@ -256,7 +331,9 @@ impl ActivityWorker {
                     ended = summary.status.is_terminal();
                     return None;
                 }
-                Some(outcome_write(seq, task, &result, &resources))
+                let mut write = outcome_write(seq, task, &result, &resources);
+                write.attempt_claim = claim.clone();
+                Some(write)
             })
             .await;
         if ended && !resources.is_empty() {
@@ -278,6 +355,11 @@ impl ActivityWorker {
         }
         match step {
             Ok(step) if step.nothing_to_do => {
+                // Nothing recorded (the outcome came already, or the workflow ended):
+                // the claim ends here instead of with an append.
+                if let Some(claim) = &claim {
+                    let _ = self.journal.store.release_attempt_claim(claim).await;
+                }
                 self.journal.metrics.duplicates_dropped.inc();
                 Ok(())
             }

@@ -25,6 +25,7 @@ use crate::catalog::registry as registry_activities;
 use crate::cli::config::Config;
 use crate::cli::migrate;
 use crate::roles::activity_worker::ActivityWorker;
+use crate::roles::activity_worker::Runners;
 use crate::roles::checkpointer::Checkpointer;
 use crate::roles::relay::Relay;
 use crate::roles::sweeper::Sweeper;
@@ -334,6 +335,7 @@ impl Process {
                 activities: activities.clone(),
                 concurrency: self.config.activity_concurrency,
                 slots,
+                runners: Runners::new(format!("{}-{queue}", self.name)),
             });
             running.spawn(
                 format!("activity-{queue}"),

@@ -13,8 +13,8 @@ use hcpflow_engine::event::Event;
 use hcpflow_engine::history::ActivityTask;
 use hcpflow_engine::{Catalog, HistoryEvent, Seq, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::{
-    AppendBatch, Appended, EventStore, LedgerEntry, NewEvent, NewTimer, NewWorkflow, OutboxClaim,
-    OutboxMessage,
+    AppendBatch, Appended, AttemptClaim, EventStore, LedgerEntry, NewEvent, NewTimer, NewWorkflow,
+    OutboxClaim, OutboxMessage,
 };
 use hcpflow_protocol::subjects::Subjects;
 use serde_json::Value;
@@ -47,6 +47,9 @@ pub struct Write {
     /// The activity tasks among `messages`, by position: the journal may run them in
     /// this process after the commit (eager dispatch).
     pub activity_tasks: Vec<(usize, ActivityTask)>,
+    /// The claim of the runner whose outcome this write records: the append ends it,
+    /// and refuses the write if the runner lost it.
+    pub attempt_claim: Option<AttemptClaim>,
 }
 
 #[derive(Debug)]
@@ -170,6 +173,7 @@ impl Journal {
         batch.status = write.status;
         batch.output = write.output;
         batch.error = write.error;
+        batch.attempt_claim = write.attempt_claim;
         if let Ok(mut published) = self.published.lock() {
             batch.mark_published = std::mem::take(&mut published.outbox_ids);
             batch.events_published = published.take_first_run(id);
@@ -179,6 +183,10 @@ impl Journal {
                 claimer: dispatch.claimer.clone(),
                 lease: LOCAL_LEASE,
                 rows: eager.iter().map(|reserved| reserved.position).collect(),
+                attempts: eager
+                    .iter()
+                    .map(|reserved| (reserved.task.scheduled_seq, reserved.task.attempt))
+                    .collect(),
             });
         }
         (batch, eager)

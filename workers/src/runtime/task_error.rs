@@ -20,6 +20,14 @@ pub enum TaskError {
     /// This code cannot read the history: the workflow waits, blocked, for a fix.
     #[error("the history of {id} does not decode: {reason}")]
     Undecodable { id: WorkflowId, reason: String },
+    /// Another runner holds the attempt (this one's lease ran out): its outcome is that
+    /// runner's to record, and this one's is dropped.
+    #[error("another runner holds attempt {attempt} of seq {seq} of {id}; this run's outcome is dropped")]
+    LostClaim {
+        id: WorkflowId,
+        seq: u64,
+        attempt: u32,
+    },
     /// Postgres or NATS trouble that passes.
     #[error(transparent)]
     Transient(#[from] anyhow::Error),
@@ -41,6 +49,11 @@ impl TaskError {
     pub fn from_store(id: &WorkflowId, error: StoreError) -> Self {
         match error {
             StoreError::NotFound(_) => Self::UnknownWorkflow(id.clone()),
+            StoreError::ClaimLost { seq, attempt, .. } => Self::LostClaim {
+                id: id.clone(),
+                seq: seq.get(),
+                attempt,
+            },
             error @ (StoreError::Decode { .. } | StoreError::Corrupt { .. }) => Self::Undecodable {
                 id: id.clone(),
                 reason: error.to_string(),
@@ -51,7 +64,7 @@ impl TaskError {
 
     pub fn disposition(&self) -> Disposition {
         match self {
-            Self::UnknownWorkflow(_) => Disposition::Ack,
+            Self::UnknownWorkflow(_) | Self::LostClaim { .. } => Disposition::Ack,
             Self::Undecodable { reason, .. } => Disposition::Block(reason.clone()),
             Self::Transient(_) => Disposition::RetryLater,
         }
@@ -93,8 +106,12 @@ pub async fn settle(
         let _ = message.ack_with(AckKind::Nak(Some(pause))).await;
         return;
     }
-    if let Err(TaskError::UnknownWorkflow(_)) = &outcome {
-        tracing::warn!(workflow_id = %id, "task for an unknown workflow dropped");
+    match &outcome {
+        Err(TaskError::UnknownWorkflow(_)) => {
+            tracing::warn!(workflow_id = %id, "task for an unknown workflow dropped")
+        }
+        Err(error @ TaskError::LostClaim { .. }) => tracing::warn!(workflow_id = %id, %error),
+        _ => {}
     }
     let _ = message.ack().await;
 }

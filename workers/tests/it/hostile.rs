@@ -163,3 +163,47 @@ async fn an_activity_task_whose_history_does_not_decode_is_not_run() {
         "an attempt ran although its history could not vouch for it"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_runs_once_at_a_time() {
+    let Some(env) = stack("an_attempt_runs_once_at_a_time") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("once");
+    let metrics_addr = format!("127.0.0.1:{}", crate::support::free_port());
+    let server = Server::start(env, &prefix, &["--metrics-addr", &metrics_addr]).await;
+    let id = format!("{prefix}-chain");
+    // One step of a few seconds, run at once in the server that scheduled it (eager).
+    let started = server
+        .start_workflow("noop_chain", &id, json!({"steps": 1, "sleep_ms": 3000}))
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let scheduled_seq = loop {
+        let scheduled = history(&server, &id)
+            .await
+            .into_iter()
+            .find(|e| e["type"] == "ActivityScheduled" && e["data"]["compensation_of"].is_null());
+        if let Some(event) = scheduled {
+            break event["seq"].as_u64().unwrap();
+        }
+        assert!(Instant::now() < deadline, "the step was never scheduled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // A second copy of the same attempt's task while the first run holds it — as a
+    // sweeper republishing past JetStream's duplicate window would send.
+    let copy = json!({"workflow_id": id, "scheduled_seq": scheduled_seq, "attempt": 1});
+    publish_task(&server, "default", &copy).await;
+    assert_eq!(
+        server.wait_terminal(&id, Duration::from_secs(60)).await,
+        "completed"
+    );
+    // Long enough for a second run, had one started, to have finished.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(
+        counter(&metrics_addr, "hcpflow_activity_tasks_total").await,
+        1,
+        "the attempt ran twice at once"
+    );
+}
