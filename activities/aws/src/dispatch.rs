@@ -79,7 +79,7 @@ activities! {
     Delete<HostedZone> => |aws, scope, r| route53::zone::delete_zone(&aws.clients, scope, &r.0);
     Cname => |aws, scope, r| route53::records::upsert_cname(&aws.clients, scope, &r);
     Delete<Cname> => |aws, scope, r| route53::records::delete_cname(&aws.clients, scope, &r.0);
-    GenerateSigningKey => |this, _scope, _r| std::future::ready(this.generate_signing_key());
+    GenerateSigningKey => |this, scope, _r| std::future::ready(this.generate_signing_key(scope));
     PublishOidcDocuments => |aws, scope, r| oidc::documents::publish_oidc_documents(&aws.clients, scope, &r);
     Delete<OidcDocuments> => |aws, scope, r| oidc::documents::delete_oidc_documents(&aws.clients, scope, &r.0);
     CreateOidcProvider => |aws, scope, r| iam::oidc_provider::create_oidc_provider(&aws.clients, scope, &r);
@@ -107,14 +107,14 @@ activities! {
 }
 
 impl AwsActivities {
-    fn generate_signing_key(&self) -> Result<SigningKey, ActivityFailure> {
+    fn generate_signing_key(&self, scope: &Scope<'_>) -> Result<SigningKey, ActivityFailure> {
         let keyring = self.keyring.as_deref().ok_or_else(|| {
             ActivityFailure::permanent(
                 "NoSealKey",
                 "generating the service-account signing key needs a seal key: set HCPFLOW_SEAL_KEY",
             )
         })?;
-        oidc::signing_key::generate_signing_key(keyring)
+        oidc::signing_key::generate_signing_key(keyring, scope.workflow_id)
     }
 }
 

@@ -2,11 +2,13 @@
 //! attempt, and where to note the resources it creates or deletes (the resource ledger).
 
 use hcpflow_engine::event::ResourceRef;
-use hcpflow_engine::Ledger;
+use hcpflow_engine::{Ledger, WorkflowId};
 
 /// One attempt of an AWS activity.
 #[derive(Debug)]
 pub struct Scope<'a> {
+    /// The workflow the attempt runs for: what it seals is bound to it.
+    pub workflow_id: &'a WorkflowId,
     /// Stable across attempts, crashes and replays: passed as ClientToken or
     /// CallerReference where the API has one, and set as the `hcpflow.io/idempotency-key`
     /// tag, by which a later attempt finds what an earlier one made.

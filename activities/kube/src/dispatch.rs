@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hcpflow_engine::{Activity, ActivityFailure, Keyring, Ledger};
+use hcpflow_engine::{Activity, ActivityFailure, Keyring, Ledger, WorkflowId};
 use hcpflow_hypershift::kube::hosted_cluster::*;
 use hcpflow_hypershift::kube::leftovers::*;
 use hcpflow_hypershift::kube::namespace::*;
@@ -74,19 +74,20 @@ impl KubeActivities {
 /// `activities! { Request => |this, ledger, request| future; ... }`: the list of type
 /// names and the dispatch over them, from one table.
 macro_rules! activities {
-    ($( $request:ty => |$kube:ident, $ledger:ident, $req:ident| $call:expr; )*) => {
+    ($( $request:ty => |$kube:ident, $ledger:ident, $req:ident $(, $owner:ident)?| $call:expr; )*) => {
         /// Every Kubernetes activity type this crate implements.
         pub const TYPES: &[&str] = &[$(<$request as Activity>::TYPE),*];
 
         impl KubeActivities {
-            /// Runs the activity `activity_type` on `input`, noting what it creates or
-            /// deletes in `ledger`.
-            pub async fn run(&self, activity_type: &str, input: Value, ledger: &Ledger) -> Result<Value, ActivityFailure> {
+            /// Runs the activity `activity_type` on `input` for workflow `owner`, noting
+            /// what it creates or deletes in `ledger`.
+            pub async fn run(&self, activity_type: &str, input: Value, ledger: &Ledger, owner: &WorkflowId) -> Result<Value, ActivityFailure> {
                 $(
                     if activity_type == <$request as Activity>::TYPE {
                         let $req: $request = ActivityFailure::decode_input(activity_type, input)?;
                         let $kube = self;
                         let $ledger = ledger;
+                        $( let $owner = owner; )?
                         return ActivityFailure::encode_output($call.await?);
                     }
                 )*
@@ -102,7 +103,7 @@ macro_rules! activities {
 activities! {
     ApplyNamespace => |kube, ledger, r| namespace::apply_namespace(kube, &r, ledger);
     Delete<Namespace> => |kube, ledger, r| namespace::delete_namespace(kube, &r.0, ledger);
-    ApplySecrets => |kube, ledger, r| secrets::apply_secrets(kube, &r, ledger);
+    ApplySecrets => |kube, ledger, r, owner| secrets::apply_secrets(kube, &r, ledger, owner);
     Delete<Secrets> => |kube, ledger, r| secrets::delete_secrets(kube, &r.0, ledger);
     CreateHostedCluster => |kube, ledger, r| hosted_cluster::create_hosted_cluster(kube, &r, ledger);
     WaitHostedClusterAvailable => |kube, _ledger, r| hosted_cluster::wait_available(kube, &r);

@@ -4,8 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use hcpflow_engine::{ActivityFailure, Keyring, Ledger, Sealed};
-use hcpflow_hypershift::kube::secrets::{ApplySecrets, Secrets};
+use hcpflow_engine::{
+    input_purpose, ActivityFailure, Binding, Keyring, Ledger, Sealed, WorkflowId,
+};
+use hcpflow_hypershift::kube::secrets::{
+    ApplySecrets, Secrets, PULL_SECRET_POINTER, SIGNING_KEY_PURPOSE,
+};
 use hcpflow_hypershift::kube::INFRA_LABEL;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -38,11 +42,13 @@ pub fn names(infra_id: &str, namespace: &str, cluster: &str) -> Secrets {
 fn unseal(
     keyring: &Keyring,
     sealed: &Sealed<String>,
+    binding: &Binding<'_>,
     what: &str,
 ) -> Result<String, ActivityFailure> {
-    // The seal error says which key id failed, never the value.
+    // The seal error says which key id failed, never the value. A value sealed for
+    // another workflow or field does not open here.
     keyring
-        .open(sealed)
+        .open(sealed, binding)
         .map_err(|e| ActivityFailure::permanent("Unseal", format!("unsealing the {what}: {e}")))
 }
 
@@ -88,6 +94,7 @@ pub async fn apply_secrets(
     kube: &KubeActivities,
     request: &ApplySecrets,
     ledger: &Ledger,
+    owner: &WorkflowId,
 ) -> Result<Secrets, ActivityFailure> {
     let keyring = kube.keyring()?;
     let names = names(&request.infra_id, &request.namespace, &request.cluster);
@@ -114,7 +121,13 @@ pub async fn apply_secrets(
             "kubernetes.io/dockerconfigjson",
             BTreeMap::from([(
                 ".dockerconfigjson".to_owned(),
-                unseal(keyring, &request.pull_secret, "pull secret")?.into_bytes(),
+                unseal(
+                    keyring,
+                    &request.pull_secret,
+                    &Binding::new(owner, &input_purpose(PULL_SECRET_POINTER)),
+                    "pull secret",
+                )?
+                .into_bytes(),
             )]),
         ),
         secret(
@@ -141,6 +154,7 @@ pub async fn apply_secrets(
                 operator_signing_key(&unseal(
                     keyring,
                     &request.signing_key,
+                    &Binding::new(owner, SIGNING_KEY_PURPOSE),
                     "service-account signing key",
                 )?)?
                 .into_bytes(),

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use chrono::SubsecRound;
 use hcpflow_engine::event::{HistoryEvent, WorkflowStarted};
 use hcpflow_engine::{
-    canonical, run_workflow_task, Keyring, OsEntropy, Seq, Timestamp, WorkflowId, WorkflowStatus,
+    canonical, input_purpose, run_workflow_task, Binding, Event, Keyring, OsEntropy, Sealed, Seq,
+    Timestamp, WorkflowId, WorkflowStatus,
 };
 use hcpflow_eventstore::NewWorkflow;
 use rand::RngCore;
@@ -45,6 +46,9 @@ impl Intake {
                 ),
             )
         })?;
+        if has_sealed_secret(&request.input, &info.secret_pointers) {
+            return self.sealed_resubmission(&request).await;
+        }
         let id = match &request.workflow_id {
             Some(id) => id.clone(),
             None => generated_id(),
@@ -68,7 +72,12 @@ impl Intake {
             self.check_name_is_free(name, &id).await?;
         }
         let digest = self.digest(&request.workflow_type, &request.input);
-        let input = self.seal(request.input, &info.secret_pointers)?;
+        let input = seal_fields(
+            request.input,
+            &info.secret_pointers,
+            self.keyring.as_deref(),
+            &id,
+        )?;
 
         let started = WorkflowStarted {
             workflow_type: request.workflow_type.clone(),
@@ -166,18 +175,59 @@ impl Intake {
         }
     }
 
-    fn seal(&self, input: Value, pointers: &[String]) -> Result<Value, ApiError> {
-        seal_fields(input, pointers, self.keyring.as_deref())
+    /// A start whose secret field already holds a sealed value. Clients send secrets,
+    /// never sealed values (they could only have copied one from a history, perhaps
+    /// another cluster's); the one exception is the identical resubmission of a start
+    /// already recorded — same id, type and input, sealed bytes included — which is
+    /// answered `already_started`.
+    async fn sealed_resubmission(
+        &self,
+        request: &StartRequest,
+    ) -> Result<(WorkflowId, StartStatus), ApiError> {
+        let refused = || {
+            ApiError::invalid(
+                "input: a secret field holds a sealed value; send the secret itself (the server seals it for this workflow)",
+            )
+        };
+        let id = request.workflow_id.clone().ok_or_else(refused)?;
+        let page = match self.journal.store.read_history(&id, Seq::FIRST, 1).await {
+            Ok(page) => page,
+            Err(hcpflow_eventstore::Error::NotFound(_)) => return Err(refused()),
+            Err(error) => return Err(store_error(error)),
+        };
+        let first = page.events.first().map(|event| event.to_history_event());
+        match first {
+            Some(Ok(HistoryEvent {
+                event: Event::WorkflowStarted(started),
+                ..
+            })) if started.workflow_type == request.workflow_type
+                && started.input == request.input =>
+            {
+                Ok((id, StartStatus::AlreadyStarted))
+            }
+            _ => Err(refused()),
+        }
     }
 }
 
-/// Replaces the string at each JSON pointer with its sealed wire form. Values already
-/// sealed are kept (a resubmitted sealed input stays as it is); absent or null fields
-/// are skipped; anything else there is an `invalid_request`.
+/// Whether a secret field of `input` holds a value in sealed form.
+fn has_sealed_secret(input: &Value, pointers: &[String]) -> bool {
+    pointers.iter().any(|pointer| {
+        input
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .is_some_and(Sealed::<String>::looks_sealed)
+    })
+}
+
+/// Replaces the string at each JSON pointer with its wire form sealed for workflow `id`
+/// and that field, so that it opens nowhere else; absent or null fields are skipped; a
+/// value already in sealed form, or anything but a string, is an `invalid_request`.
 pub fn seal_fields(
     mut input: Value,
     pointers: &[String],
     keyring: Option<&Keyring>,
+    id: &WorkflowId,
 ) -> Result<Value, ApiError> {
     for pointer in pointers {
         let Some(field) = input.pointer_mut(pointer) else {
@@ -191,8 +241,10 @@ pub fn seal_fields(
                 "input{pointer}: a string is required"
             )));
         };
-        if secret.starts_with("sealed:v1:") {
-            continue;
+        if Sealed::<String>::looks_sealed(secret) {
+            return Err(ApiError::invalid(format!(
+                "input{pointer}: a sealed value is not accepted; send the secret itself"
+            )));
         }
         let keyring = keyring.ok_or_else(|| {
             ApiError::new(
@@ -201,7 +253,7 @@ pub fn seal_fields(
             )
         })?;
         let sealed = keyring
-            .seal(&*secret)
+            .seal(&*secret, &Binding::new(id, &input_purpose(pointer)))
             .map_err(|e| ApiError::internal(format!("sealing input{pointer}: {e}")))?;
         *field = Value::String(sealed.to_wire());
     }
@@ -217,14 +269,16 @@ fn generated_id() -> WorkflowId {
 
 #[cfg(test)]
 mod tests {
-    use hcpflow_engine::Sealed;
-
     use super::*;
 
     const KEY: &str = "dev:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
+    fn id() -> WorkflowId {
+        WorkflowId::new("create-demo").unwrap()
+    }
+
     #[test]
-    fn secret_fields_are_sealed_and_open_again_only_with_the_key() {
+    fn secret_fields_are_sealed_for_their_workflow_and_open_only_with_the_key() {
         let keyring = Keyring::parse(KEY).unwrap();
         let input = json!({"name": "demo", "pull_secret": "canary-value", "nested": {"ssh": "key-canary"}, "none": null});
         let pointers = vec![
@@ -233,23 +287,49 @@ mod tests {
             "/none".to_owned(),
             "/absent".to_owned(),
         ];
-        let sealed = seal_fields(input, &pointers, Some(&keyring)).unwrap();
+        let sealed = seal_fields(input, &pointers, Some(&keyring), &id()).unwrap();
         assert!(!sealed.to_string().contains("canary"), "{sealed}");
         assert_eq!(sealed["name"], "demo");
         let wire: Sealed<String> = serde_json::from_value(sealed["pull_secret"].clone()).unwrap();
-        assert_eq!(keyring.open(&wire).unwrap(), "canary-value");
-        // Sealing is done once: an already sealed value is kept byte for byte.
-        let again = seal_fields(sealed.clone(), &pointers, Some(&keyring)).unwrap();
-        assert_eq!(again, sealed);
+        let here = input_purpose("/pull_secret");
+        assert_eq!(
+            keyring.open(&wire, &Binding::new(&id(), &here)).unwrap(),
+            "canary-value"
+        );
+        let elsewhere = WorkflowId::new("create-other").unwrap();
+        assert!(keyring
+            .open(&wire, &Binding::new(&elsewhere, &here))
+            .is_err());
+    }
+
+    #[test]
+    fn a_sealed_value_from_a_client_is_refused() {
+        // Copied from another cluster's history: sealing it "again" would keep it, and
+        // the create's activity would unseal another cluster's pull secret.
+        let keyring = Keyring::parse(KEY).unwrap();
+        let pointers = vec!["/pull_secret".to_owned()];
+        let other = WorkflowId::new("create-other").unwrap();
+        let theirs = seal_fields(
+            json!({"pull_secret": "their-secret"}),
+            &pointers,
+            Some(&keyring),
+            &other,
+        )
+        .unwrap();
+        assert!(has_sealed_secret(&theirs, &pointers));
+        let refused = seal_fields(theirs, &pointers, Some(&keyring), &id()).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::InvalidRequest);
+        assert!(refused.message.contains("sealed value"), "{refused}");
     }
 
     #[test]
     fn secrets_without_a_key_or_of_the_wrong_type_are_refused() {
         let pointers = vec!["/pull_secret".to_owned()];
-        let no_key = seal_fields(json!({"pull_secret": "x"}), &pointers, None).unwrap_err();
+        let no_key = seal_fields(json!({"pull_secret": "x"}), &pointers, None, &id()).unwrap_err();
         assert_eq!(no_key.code, ErrorCode::Unavailable);
         let keyring = Keyring::parse(KEY).unwrap();
-        let wrong = seal_fields(json!({"pull_secret": 7}), &pointers, Some(&keyring)).unwrap_err();
+        let wrong =
+            seal_fields(json!({"pull_secret": 7}), &pointers, Some(&keyring), &id()).unwrap_err();
         assert_eq!(wrong.code, ErrorCode::InvalidRequest);
     }
 }

@@ -22,6 +22,7 @@ pub fn register(activities: &mut ActivityRegistry, aws: Arc<AwsActivities>) {
                     .and_then(|id| id.as_str())
                     .map(str::to_owned);
                 let scope = Scope {
+                    workflow_id: &input.workflow_id,
                     idempotency_key: input.idempotency_key.as_str(),
                     region: &aws.clients.region,
                     cluster: cluster.as_deref(),

@@ -13,7 +13,15 @@ pub fn register(activities: &mut ActivityRegistry, kube: Arc<KubeActivities>) {
         let kube = kube.clone();
         activities.register(activity_type, move |input| {
             let kube = kube.clone();
-            async move { kube.run(activity_type, input.input, &input.ledger).await }
+            async move {
+                kube.run(
+                    activity_type,
+                    input.input,
+                    &input.ledger,
+                    &input.workflow_id,
+                )
+                .await
+            }
         });
     }
 }

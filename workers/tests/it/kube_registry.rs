@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use hcpflow_engine::{IdempotencyKey, Keyring, Seq, WorkflowId};
+use hcpflow_engine::{Binding, IdempotencyKey, Keyring, Seq, WorkflowId};
 use hcpflow_kube::{KubeActivities, KubeSettings};
 use hcpflow_workers::catalog::activities::{ActivityInput, Ledger};
 use k8s_openapi::api::core::v1::Namespace;
@@ -78,7 +78,13 @@ async fn kube_activities_run_by_type_name_against_the_emulator() {
 
     // Without a seal key the Secrets cannot be written, and the failure says why.
     let keyring = Keyring::parse("k1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=").unwrap();
-    let sealed = keyring.seal(&"secret".to_owned()).unwrap();
+    let owner = WorkflowId::new("kube-registry-test").unwrap();
+    let sealed = keyring
+        .seal(
+            &"secret".to_owned(),
+            &Binding::new(&owner, "input/pull_secret"),
+        )
+        .unwrap();
     let secrets = registry.get("kube.apply_secrets").unwrap();
     let request = json!({"infra_id": infra_id, "cluster": "c", "namespace": namespace,
         "pull_secret": sealed, "ssh_public_key": "", "signing_key": sealed});

@@ -58,6 +58,6 @@ pub use ids::{IdError, Seq, WorkflowId};
 pub use ledger::{Ledger, Noted};
 pub use registry::{DuplicateWorkflowType, WorkflowRegistry};
 pub use retry::{ActivityOptions, RetryDecision, RetryPolicy};
-pub use sealed::{Keyring, SealError, Sealed};
+pub use sealed::{input_purpose, Binding, Keyring, SealError, Sealed};
 pub use status::WorkflowStatus;
 pub use time::Timestamp;

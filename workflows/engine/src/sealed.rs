@@ -7,9 +7,14 @@
 //! a sealed value along but never open it; only the activity that needs the plaintext
 //! does.
 //!
-//! Wire form (a JSON string): `sealed:v1:<key id>:<base64url(nonce ‖ ciphertext)>`,
-//! ChaCha20-Poly1305 with the key id as associated data. The key id selects the key on
-//! open, so keys can be rotated: seal with the newest, open with any still listed.
+//! Wire form (a JSON string): `sealed:v2:<key id>:<base64url(nonce ‖ ciphertext)>`,
+//! ChaCha20-Poly1305. The key id selects the key on open, so keys can be rotated: seal
+//! with the newest, open with any still listed.
+//!
+//! A value is bound to its place — the workflow it was sealed for and what it is there
+//! (a [`Binding`]) — through the associated data: the same bytes copied into another
+//! workflow's input, or into another field, do not open. (Values of the first version,
+//! `sealed:v1:`, bound to the key id only, still open where histories hold them.)
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -23,9 +28,45 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::canonical;
+use crate::ids::WorkflowId;
 
-const PREFIX: &str = "sealed:v1:";
+const PREFIX_V1: &str = "sealed:v1:";
+const PREFIX_V2: &str = "sealed:v2:";
 const NONCE_LEN: usize = 12;
+
+/// Where a sealed value belongs: the workflow it was sealed for, and what it is there
+/// (`input/pull_secret` for a field of the start input, or an activity's own name for
+/// what it generates). Sealer and opener name the same binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Binding<'a> {
+    pub workflow_id: &'a WorkflowId,
+    pub purpose: &'a str,
+}
+
+impl<'a> Binding<'a> {
+    pub fn new(workflow_id: &'a WorkflowId, purpose: &'a str) -> Self {
+        Self {
+            workflow_id,
+            purpose,
+        }
+    }
+
+    /// The associated data of a value sealed with `key_id` for this binding.
+    fn associated_data(&self, key_id: &str) -> Vec<u8> {
+        let mut data = b"hcpflow-sealed-v2\0".to_vec();
+        for part in [key_id, self.workflow_id.as_str(), self.purpose] {
+            data.extend_from_slice(part.as_bytes());
+            data.push(0);
+        }
+        data
+    }
+}
+
+/// The purpose of a secret field of a workflow's start input, by its JSON pointer
+/// (`/pull_secret` → `input/pull_secret`): what intake seals it for.
+pub fn input_purpose(pointer: &str) -> String {
+    format!("input{pointer}")
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SealError {
@@ -44,6 +85,8 @@ pub enum SealError {
 /// A `T` sealed with a key of the [`Keyring`]. `Debug` never shows the secret; there is
 /// no `Display`.
 pub struct Sealed<T> {
+    /// 1: bound to the key id only; 2: bound to a [`Binding`].
+    version: u8,
     key_id: String,
     /// Nonce followed by ciphertext and tag.
     bytes: Vec<u8>,
@@ -57,27 +100,41 @@ impl<T> Sealed<T> {
 
     /// The wire form, e.g. to store outside JSON.
     pub fn to_wire(&self) -> String {
+        let prefix = if self.version == 1 {
+            PREFIX_V1
+        } else {
+            PREFIX_V2
+        };
         format!(
-            "{PREFIX}{}:{}",
+            "{prefix}{}:{}",
             self.key_id,
             URL_SAFE_NO_PAD.encode(&self.bytes)
         )
     }
 
+    /// True for text in a sealed value's wire form (of any version).
+    pub fn looks_sealed(text: &str) -> bool {
+        text.starts_with(PREFIX_V1) || text.starts_with(PREFIX_V2)
+    }
+
     pub fn from_wire(text: &str) -> Result<Self, SealError> {
         let malformed = || {
             SealError::Malformed(format!(
-                "{} characters not of the form {PREFIX}<key id>:<data>",
+                "{} characters not of the form {PREFIX_V2}<key id>:<data>",
                 text.len()
             ))
         };
-        let rest = text.strip_prefix(PREFIX).ok_or_else(malformed)?;
+        let (version, rest) = match text.strip_prefix(PREFIX_V2) {
+            Some(rest) => (2, rest),
+            None => (1, text.strip_prefix(PREFIX_V1).ok_or_else(malformed)?),
+        };
         let (key_id, data) = rest.split_once(':').ok_or_else(malformed)?;
         let bytes = URL_SAFE_NO_PAD.decode(data).map_err(|_| malformed())?;
         if key_id.is_empty() || bytes.len() < NONCE_LEN + 16 {
             return Err(malformed());
         }
         Ok(Self {
+            version,
             key_id: key_id.to_owned(),
             bytes,
             _type: PhantomData,
@@ -88,6 +145,7 @@ impl<T> Sealed<T> {
 impl<T> Clone for Sealed<T> {
     fn clone(&self) -> Self {
         Self {
+            version: self.version,
             key_id: self.key_id.clone(),
             bytes: self.bytes.clone(),
             _type: PhantomData,
@@ -97,7 +155,7 @@ impl<T> Clone for Sealed<T> {
 
 impl<T> PartialEq for Sealed<T> {
     fn eq(&self, other: &Self) -> bool {
-        self.key_id == other.key_id && self.bytes == other.bytes
+        self.version == other.version && self.key_id == other.key_id && self.bytes == other.bytes
     }
 }
 
@@ -201,8 +259,12 @@ impl Keyring {
         &self.keys[0].id
     }
 
-    /// Seals `value` with the active key and a fresh random nonce.
-    pub fn seal<T: Serialize>(&self, value: &T) -> Result<Sealed<T>, SealError> {
+    /// Seals `value` for `binding` with the active key and a fresh random nonce.
+    pub fn seal<T: Serialize>(
+        &self,
+        value: &T,
+        binding: &Binding<'_>,
+    ) -> Result<Sealed<T>, SealError> {
         let key = &self.keys[0];
         let plaintext = canonical::to_vec_of(value).map_err(|e| SealError::Type(e.to_string()))?;
         let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
@@ -212,26 +274,36 @@ impl Keyring {
                 &nonce,
                 Payload {
                     msg: &plaintext,
-                    aad: key.id.as_bytes(),
+                    aad: &binding.associated_data(&key.id),
                 },
             )
             .map_err(|_| SealError::Tampered(key.id.clone()))?;
         let mut bytes = nonce.to_vec();
         bytes.extend_from_slice(&ciphertext);
         Ok(Sealed {
+            version: 2,
             key_id: key.id.clone(),
             bytes,
             _type: PhantomData,
         })
     }
 
-    /// Opens a sealed value with the key its id names.
-    pub fn open<T: DeserializeOwned>(&self, sealed: &Sealed<T>) -> Result<T, SealError> {
+    /// Opens a value sealed for `binding`, with the key its id names. A value sealed
+    /// for another workflow or another purpose does not open (`Tampered`).
+    pub fn open<T: DeserializeOwned>(
+        &self,
+        sealed: &Sealed<T>,
+        binding: &Binding<'_>,
+    ) -> Result<T, SealError> {
         let key = self
             .keys
             .iter()
             .find(|k| k.id == sealed.key_id)
             .ok_or_else(|| SealError::UnknownKey(sealed.key_id.clone()))?;
+        let aad = match sealed.version {
+            1 => key.id.as_bytes().to_vec(),
+            _ => binding.associated_data(&key.id),
+        };
         let (nonce, ciphertext) = sealed.bytes.split_at(NONCE_LEN);
         let plaintext = key
             .cipher
@@ -239,7 +311,7 @@ impl Keyring {
                 Nonce::from_slice(nonce),
                 Payload {
                     msg: ciphertext,
-                    aad: key.id.as_bytes(),
+                    aad: &aad,
                 },
             )
             .map_err(|_| SealError::Tampered(key.id.clone()))?;
@@ -254,57 +326,112 @@ mod tests {
     const KEY_A: &str = "a:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
     const KEY_B: &str = "b:HxwdHh8AAQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRo=";
 
+    fn workflow(id: &str) -> WorkflowId {
+        WorkflowId::new(id).unwrap()
+    }
+
     #[test]
     fn seal_open_round_trip_and_wire_form() {
         let ring = Keyring::parse(KEY_A).unwrap();
-        let sealed = ring.seal(&"pull-secret-canary".to_owned()).unwrap();
+        let id = workflow("create-demo");
+        let here = Binding::new(&id, "input/pull_secret");
+        let sealed = ring.seal(&"pull-secret-canary".to_owned(), &here).unwrap();
         let json = serde_json::to_string(&sealed).unwrap();
-        assert!(json.starts_with("\"sealed:v1:a:"), "{json}");
+        assert!(json.starts_with("\"sealed:v2:a:"), "{json}");
         assert!(!json.contains("canary"));
         assert!(!format!("{sealed:?}").contains("canary"));
         let back: Sealed<String> = serde_json::from_str(&json).unwrap();
         assert_eq!(back, sealed);
-        assert_eq!(ring.open(&back).unwrap(), "pull-secret-canary");
+        assert_eq!(ring.open(&back, &here).unwrap(), "pull-secret-canary");
+    }
+
+    #[test]
+    fn a_value_opens_only_in_its_own_workflow_and_field() {
+        let ring = Keyring::parse(KEY_A).unwrap();
+        let (own, other) = (workflow("create-a"), workflow("create-b"));
+        let sealed = ring
+            .seal(
+                &"a's secret".to_owned(),
+                &Binding::new(&own, "input/pull_secret"),
+            )
+            .unwrap();
+        // Copied from a's history into b's input: it does not open there.
+        assert!(matches!(
+            ring.open(&sealed, &Binding::new(&other, "input/pull_secret")),
+            Err(SealError::Tampered(_))
+        ));
+        // Nor in another field of a's own workflow.
+        assert!(matches!(
+            ring.open(&sealed, &Binding::new(&own, "oidc-signing-key")),
+            Err(SealError::Tampered(_))
+        ));
+    }
+
+    #[test]
+    fn a_first_version_value_still_opens() {
+        let ring = Keyring::parse(KEY_A).unwrap();
+        let key = &ring.keys[0];
+        let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
+        let ciphertext = key
+            .cipher
+            .encrypt(
+                &nonce,
+                Payload {
+                    msg: b"\"old\"",
+                    aad: b"a",
+                },
+            )
+            .unwrap();
+        let mut bytes = nonce.to_vec();
+        bytes.extend_from_slice(&ciphertext);
+        let wire = format!("{PREFIX_V1}a:{}", URL_SAFE_NO_PAD.encode(&bytes));
+        assert!(Sealed::<String>::looks_sealed(&wire));
+        let old: Sealed<String> = Sealed::from_wire(&wire).unwrap();
+        assert_eq!(old.to_wire(), wire, "its bytes stay as recorded");
+        let id = workflow("create-old");
+        assert_eq!(
+            ring.open(&old, &Binding::new(&id, "input/pull_secret"))
+                .unwrap(),
+            "old"
+        );
     }
 
     #[test]
     fn rotation_opens_old_seals_and_seals_with_the_new_key() {
+        let id = workflow("w");
+        let here = Binding::new(&id, "p");
         let old = Keyring::parse(KEY_A).unwrap();
-        let sealed = old.seal(&42u32).unwrap();
+        let sealed = old.seal(&42u32, &here).unwrap();
         let rotated = Keyring::parse(&format!("{KEY_B},{KEY_A}")).unwrap();
-        assert_eq!(rotated.open(&sealed).unwrap(), 42);
-        assert_eq!(rotated.seal(&1u32).unwrap().key_id(), "b");
+        assert_eq!(rotated.open(&sealed, &here).unwrap(), 42);
+        assert_eq!(rotated.seal(&1u32, &here).unwrap().key_id(), "b");
         let only_new = Keyring::parse(KEY_B).unwrap();
         assert_eq!(
-            only_new.open(&sealed),
+            only_new.open(&sealed, &here),
             Err(SealError::UnknownKey("a".into()))
         );
     }
 
     #[test]
     fn altered_bytes_or_key_id_do_not_open() {
+        let id = workflow("w");
+        let here = Binding::new(&id, "p");
         let ring = Keyring::parse(&format!("{KEY_A},{KEY_B}")).unwrap();
-        let sealed = ring.seal(&"x".to_owned()).unwrap();
+        let sealed = ring.seal(&"x".to_owned(), &here).unwrap();
         let mut wire = sealed.to_wire().into_bytes();
         let last = wire.len() - 2;
         wire[last] = if wire[last] == b'A' { b'B' } else { b'A' };
         let altered: Sealed<String> =
             Sealed::from_wire(std::str::from_utf8(&wire).unwrap()).unwrap();
-        assert!(matches!(ring.open(&altered), Err(SealError::Tampered(_))));
+        assert!(matches!(
+            ring.open(&altered, &here),
+            Err(SealError::Tampered(_))
+        ));
         let relabelled: Sealed<String> =
             Sealed::from_wire(&sealed.to_wire().replacen(":a:", ":b:", 1)).unwrap();
         assert!(matches!(
-            ring.open(&relabelled),
+            ring.open(&relabelled, &here),
             Err(SealError::Tampered(_))
         ));
-    }
-
-    #[test]
-    fn bad_key_specs_are_explained() {
-        assert!(Keyring::parse("").is_err());
-        assert!(Keyring::parse("a:c2hvcnQ=").is_err());
-        assert!(Keyring::parse("no-colon").is_err());
-        assert!(Keyring::parse(&format!("{KEY_A},{KEY_A}")).is_err());
-        assert!(Sealed::<String>::from_wire("plain text").is_err());
     }
 }

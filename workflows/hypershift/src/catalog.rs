@@ -14,7 +14,7 @@ pub fn register_workflows(catalog: &mut Catalog) -> Result<(), DuplicateWorkflow
         create::create_hosted_cluster,
         TypeInfo {
             validate: validate_create,
-            secret_pointers: vec!["/pull_secret".to_owned()],
+            secret_pointers: vec![crate::kube::secrets::PULL_SECRET_POINTER.to_owned()],
             concurrency_key_pointer: Some("/name".to_owned()),
             claims_cluster_name: true,
         },

@@ -7,13 +7,18 @@ use aws_lc_rs::rsa::{KeyPair, KeySize};
 use aws_lc_rs::signature::KeyPair as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
-use hcpflow_engine::{ActivityFailure, Keyring};
+use hcpflow_engine::{ActivityFailure, Binding, Keyring, WorkflowId};
+use hcpflow_hypershift::kube::secrets::SIGNING_KEY_PURPOSE;
 use sha2::{Digest, Sha256};
 
 pub use hcpflow_hypershift::aws::oidc::{Jwk, SigningKey};
 
-/// Generates a fresh key and seals its private half with the active seal key.
-pub fn generate_signing_key(keyring: &Keyring) -> Result<SigningKey, ActivityFailure> {
+/// Generates a fresh key and seals its private half with the active seal key, for
+/// `workflow_id` ([`SIGNING_KEY_PURPOSE`]).
+pub fn generate_signing_key(
+    keyring: &Keyring,
+    workflow_id: &WorkflowId,
+) -> Result<SigningKey, ActivityFailure> {
     let failed = |what: &str| ActivityFailure::retryable("KeyGeneration", what.to_owned());
     let pair =
         KeyPair::generate(KeySize::Rsa2048).map_err(|_| failed("RSA key generation failed"))?;
@@ -29,7 +34,10 @@ pub fn generate_signing_key(keyring: &Keyring) -> Result<SigningKey, ActivityFai
         e: URL_SAFE_NO_PAD.encode(public.exponent().big_endian_without_leading_zero()),
     };
     let private_key = keyring
-        .seal(&pem("PRIVATE KEY", private.as_ref()))
+        .seal(
+            &pem("PRIVATE KEY", private.as_ref()),
+            &Binding::new(workflow_id, SIGNING_KEY_PURPOSE),
+        )
         .map_err(|e| ActivityFailure::permanent("Seal", e.to_string()))?;
     Ok(SigningKey {
         private_key,
@@ -57,7 +65,8 @@ mod tests {
     #[test]
     fn the_key_is_rsa_2048_sealed_and_its_kid_is_the_spki_digest() {
         let keyring = Keyring::parse(&format!("k1:{}", STANDARD.encode([7u8; 32]))).unwrap();
-        let key = generate_signing_key(&keyring).unwrap();
+        let id = WorkflowId::new("create-demo").unwrap();
+        let key = generate_signing_key(&keyring, &id).unwrap();
         let pem_body: String = key
             .public_key_pem
             .lines()
@@ -72,9 +81,11 @@ mod tests {
             !wire.contains("PRIVATE KEY"),
             "the private key left unsealed"
         );
-        let private = keyring.open(&key.private_key).unwrap();
+        let private = keyring
+            .open(&key.private_key, &Binding::new(&id, SIGNING_KEY_PURPOSE))
+            .unwrap();
         assert!(private.starts_with("-----BEGIN PRIVATE KEY-----\n"));
-        let again = generate_signing_key(&keyring).unwrap();
+        let again = generate_signing_key(&keyring, &id).unwrap();
         assert_ne!(again.jwk.kid, key.jwk.kid, "every run makes a fresh key");
     }
 }

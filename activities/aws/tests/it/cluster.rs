@@ -552,7 +552,9 @@ async fn a_three_zone_cluster_is_made_once_and_its_compensations_leave_nothing()
         bucket: bucket.clone(),
         public_zone_id: "Z0PUBLICEXAMPLE".into(),
         management: management_vpc(&stack, &ZONES).await,
-        jwk: generate_signing_key(&keyring()).unwrap().jwk,
+        jwk: generate_signing_key(&keyring(), &stack.workflow_id)
+            .unwrap()
+            .jwk,
     };
     let made = cluster.create().await;
     assert_eq!(

@@ -67,7 +67,7 @@ async fn oidc_documents_describe_the_recorded_key_and_a_missing_bucket_is_named(
     let log = Ledger::default();
     let key = format!("hf-{infra_id}-1");
     let scope = stack.scope(&key, &infra_id, &log);
-    let signing = generate_signing_key(&keyring()).unwrap();
+    let signing = generate_signing_key(&keyring(), &stack.workflow_id).unwrap();
 
     let missing = publish_oidc_documents(
         &stack.aws,

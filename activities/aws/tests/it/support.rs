@@ -5,7 +5,7 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use hcpflow_aws::{AwsClients, AwsSettings, Scope};
-use hcpflow_engine::Ledger;
+use hcpflow_engine::{Ledger, WorkflowId};
 
 pub(crate) struct Stack {
     /// Clients that go through the fault proxy, signed with this test's key.
@@ -13,6 +13,8 @@ pub(crate) struct Stack {
     /// Clients that talk to moto directly: the independent view.
     pub moto: AwsClients,
     pub key: String,
+    /// The workflow the scopes' attempts run for.
+    pub workflow_id: WorkflowId,
     faults: String,
 }
 
@@ -57,6 +59,8 @@ pub(crate) async fn stack(test: &str) -> Option<Stack> {
         aws: AwsClients::connect(&settings(&values[0], &key)).await,
         moto: AwsClients::connect(&settings(&values[1], "AKIDCHECKER")).await,
         faults: values[2].clone(),
+        workflow_id: WorkflowId::new(format!("aws-activities-{key}"))
+            .expect("the test key makes a valid workflow id"),
         key,
     })
 }
@@ -70,6 +74,7 @@ impl Stack {
         log: &'a Ledger,
     ) -> Scope<'a> {
         Scope {
+            workflow_id: &self.workflow_id,
             idempotency_key,
             region: &self.aws.region,
             cluster: Some(cluster),

@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use hcpflow_engine::{ActivityFailure, Ledger};
+use hcpflow_engine::{input_purpose, ActivityFailure, Binding, Ledger, WorkflowId};
+use hcpflow_hypershift::kube::secrets::{PULL_SECRET_POINTER, SIGNING_KEY_PURPOSE};
 use hcpflow_hypershift::kube::INFRA_LABEL;
 use hcpflow_kube::resources::{hosted_clusters, node_pools};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
@@ -24,10 +25,15 @@ const ROLES: [&str; 7] = [
     "controlPlaneOperatorARN",
 ];
 
+/// The workflow these activities run for: what it seals opens only for it.
+fn owner() -> WorkflowId {
+    WorkflowId::new("kube-activities-test").unwrap()
+}
+
 async fn run(stack: &Stack, activity: &str, input: Value) -> Result<Value, ActivityFailure> {
     stack
         .activities
-        .run(activity, input, &Ledger::default())
+        .run(activity, input, &Ledger::default(), &owner())
         .await
 }
 
@@ -36,7 +42,7 @@ async fn twice(stack: &Stack, activity: &str, input: Value) -> Value {
     let ledger = Ledger::default();
     let first = stack
         .activities
-        .run(activity, input.clone(), &ledger)
+        .run(activity, input.clone(), &ledger, &owner())
         .await
         .unwrap();
     let second = run(stack, activity, input).await.unwrap();
@@ -57,9 +63,15 @@ fn secrets_input(
 ) -> Value {
     json!({
         "infra_id": infra_id, "cluster": cluster, "namespace": ns,
-        "pull_secret": stack.keyring.seal(&pull_secret.to_owned()).unwrap(),
+        "pull_secret": stack.keyring.seal(
+            &pull_secret.to_owned(),
+            &Binding::new(&owner(), &input_purpose(PULL_SECRET_POINTER)),
+        ).unwrap(),
         "ssh_public_key": "ssh-ed25519 AAAA test",
-        "signing_key": stack.keyring.seal(&TEST_SIGNING_KEY.to_owned()).unwrap(),
+        "signing_key": stack.keyring.seal(
+            &TEST_SIGNING_KEY.to_owned(),
+            &Binding::new(&owner(), SIGNING_KEY_PURPOSE),
+        ).unwrap(),
     })
 }
 
@@ -129,7 +141,7 @@ async fn a_control_plane_applied_twice_exists_once_and_its_deletes_leave_nothing
     let ledger = Ledger::default();
     let secrets = stack
         .activities
-        .run("kube.apply_secrets", input.clone(), &ledger)
+        .run("kube.apply_secrets", input.clone(), &ledger, &owner())
         .await
         .unwrap();
     assert_eq!(ledger.take().len(), 4);
@@ -251,7 +263,7 @@ async fn a_control_plane_applied_twice_exists_once_and_its_deletes_leave_nothing
     let ledger = Ledger::default();
     stack
         .activities
-        .run("kube.delete_node_pool", pool.clone(), &ledger)
+        .run("kube.delete_node_pool", pool.clone(), &ledger, &owner())
         .await
         .unwrap();
     assert_eq!(ledger.take().len(), 1);
@@ -479,6 +491,24 @@ async fn a_namespace_that_was_there_before_is_left_and_secrets_need_the_seal_key
     let kept = namespaces.get(&ns).await.unwrap();
     assert!(kept.metadata.deletion_timestamp.is_none());
     assert!(!kept.labels().contains_key(INFRA_LABEL));
+
+    // A pull secret sealed for another workflow (copied from its history) does not open
+    // for this one: nothing is written.
+    let mut copied = secrets_input(&stack, "guest", &ns, "guest", "{}");
+    let elsewhere = WorkflowId::new("create-another-cluster").unwrap();
+    copied["pull_secret"] = json!(stack
+        .keyring
+        .seal(
+            &"{\"auths\":{\"theirs\":{}}}".to_owned(),
+            &Binding::new(&elsewhere, &input_purpose(PULL_SECRET_POINTER)),
+        )
+        .unwrap());
+    let failure = run(&stack, "kube.apply_secrets", copied).await.unwrap_err();
+    assert_eq!(
+        (failure.kind.as_str(), failure.retryable),
+        ("Unseal", false),
+        "{failure}"
+    );
 
     let input = secrets_input(&stack, "guest", &ns, "guest", "{}");
     stack.activities.keyring = None;

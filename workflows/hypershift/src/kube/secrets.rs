@@ -7,6 +7,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::kube::{kube_activity, Delete};
 
+/// Where the create input carries the pull secret: intake seals it for the create
+/// workflow and this field (`hcpflow_engine::input_purpose`).
+pub const PULL_SECRET_POINTER: &str = "/pull_secret";
+
+/// What the service-account signing key is sealed for, by the activity that generates
+/// it, in the create workflow.
+pub const SIGNING_KEY_PURPOSE: &str = "oidc-signing-key";
+
 /// Server-side applies `<name>-pull-secret`, `<name>-ssh-key`,
 /// `<name>-etcd-encryption-key` (32 random bytes, generated once and kept by later
 /// applies) and `<name>-sa-token-issuer-key`.
@@ -16,10 +24,12 @@ pub struct ApplySecrets {
     /// The cluster's name: the Secrets' name prefix.
     pub cluster: String,
     pub namespace: String,
-    /// The `.dockerconfigjson` document.
+    /// The `.dockerconfigjson` document, sealed for the create workflow's input
+    /// ([`PULL_SECRET_POINTER`]).
     pub pull_secret: Sealed<String>,
     pub ssh_public_key: String,
-    /// The service-account signing key, PKCS#8 PEM.
+    /// The service-account signing key, PKCS#8 PEM, sealed for the create workflow
+    /// ([`SIGNING_KEY_PURPOSE`]).
     pub signing_key: Sealed<String>,
 }
 
