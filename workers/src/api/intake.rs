@@ -53,6 +53,7 @@ impl Intake {
             Some(id) => id.clone(),
             None => generated_id(),
         };
+        self.check_child_claims(&id, &request).await?;
         (info.validate)(&request.input)
             .map_err(|problems| ApiError::invalid(problems.join("; ")))?;
         let concurrency_key = match &info.concurrency_key_pointer {
@@ -175,6 +176,56 @@ impl Intake {
         }
     }
 
+    /// A start that says it is a child must be the one its parent's history started
+    /// (`ChildStarted` at that seq, with this id, type and input); a start that does not
+    /// say so may not take an id a parent's history reserved for its child. Clients can
+    /// reach the submit stream, so neither claim is taken on trust.
+    async fn check_child_claims(
+        &self,
+        id: &WorkflowId,
+        request: &StartRequest,
+    ) -> Result<(), ApiError> {
+        let (parent, seq, claimed) = match &request.parent {
+            Some(link) => (link.workflow_id.clone(), link.seq, true),
+            None => match child_form(id) {
+                Some(reserved) => (reserved.0, reserved.1, false),
+                None => return Ok(()),
+            },
+        };
+        let history = match self.journal.load(&parent).await {
+            Ok(history) => history,
+            Err(hcpflow_eventstore::Error::NotFound(_)) if !claimed => return Ok(()),
+            Err(hcpflow_eventstore::Error::NotFound(_)) => {
+                return Err(ApiError::invalid(format!(
+                    "parent: workflow {parent} does not exist"
+                )))
+            }
+            Err(error) => return Err(store_error(error)),
+        };
+        let started = history.iter().find_map(|e| match &e.event {
+            Event::ChildStarted(started) if e.seq == seq && started.child_id == *id => {
+                Some(started)
+            }
+            _ => None,
+        });
+        match (started, claimed) {
+            (None, false) => Ok(()),
+            (Some(_), false) => Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!("workflow id {id} is reserved for a child of workflow {parent}"),
+            )),
+            (Some(started), true)
+                if started.workflow_type == request.workflow_type
+                    && started.input_digest == hcpflow_engine::event::digest(&request.input) =>
+            {
+                Ok(())
+            }
+            (_, true) => Err(ApiError::invalid(format!(
+                "parent: workflow {parent} did not start {id} at seq {seq} with this type and input"
+            ))),
+        }
+    }
+
     /// A start whose secret field already holds a sealed value. Clients send secrets,
     /// never sealed values (they could only have copied one from a history, perhaps
     /// another cluster's); the one exception is the identical resubmission of a start
@@ -208,6 +259,15 @@ impl Intake {
             _ => Err(refused()),
         }
     }
+}
+
+/// The parent and seq whose child would get `id` (`<parent>-c<seq>`, the engine's
+/// form for a parent id short enough to keep whole), if `id` has that form.
+fn child_form(id: &WorkflowId) -> Option<(WorkflowId, Seq)> {
+    let (parent, seq) = id.as_str().rsplit_once("-c")?;
+    let seq = seq.parse::<u64>().ok().and_then(|n| Seq::new(n).ok())?;
+    let parent = WorkflowId::new(parent).ok()?;
+    (hcpflow_engine::child_id(&parent, seq) == *id).then_some((parent, seq))
 }
 
 /// Whether a secret field of `input` holds a value in sealed form.

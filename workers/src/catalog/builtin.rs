@@ -4,7 +4,8 @@
 //! no-op activities one after another; each sleeps `sleep_ms` inside the activity,
 //! returns `payload_bytes` of data and registers a no-op compensation; step `fail_at`
 //! (1-based) fails permanently, so the compensations run and the run ends
-//! `compensated`. `noop_fanout {"width": N}` runs N at once.
+//! `compensated`. `noop_fanout {"width": N}` runs N at once. `noop_parent {"children":
+//! N, "steps": M}` starts N child `noop_chain`s of M steps, one after another.
 
 use std::time::Duration;
 
@@ -33,6 +34,15 @@ pub struct NoopChain {
 #[serde(deny_unknown_fields)]
 pub struct NoopFanout {
     pub width: u32,
+}
+
+/// Starts `children` child `noop_chain`s of `steps` steps, one after another.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoopParent {
+    pub children: u32,
+    #[serde(default)]
+    pub steps: u32,
 }
 
 /// One no-op step.
@@ -69,6 +79,7 @@ impl Activity for NoopUndo {
 /// Limits that keep a smoke test from becoming a denial of service.
 const MAX_STEPS: u32 = 10_000;
 const MAX_WIDTH: u32 = 10_000;
+const MAX_CHILDREN: u32 = 100;
 const MAX_PAYLOAD: usize = 512 * 1024;
 
 async fn noop_chain(ctx: WorkflowContext, input: NoopChain) -> Result<Value, WorkflowError> {
@@ -98,6 +109,14 @@ async fn noop_fanout(ctx: WorkflowContext, input: NoopFanout) -> Result<Value, W
         result?;
     }
     Ok(json!({"width": input.width}))
+}
+
+async fn noop_parent(ctx: WorkflowContext, input: NoopParent) -> Result<Value, WorkflowError> {
+    for _ in 0..input.children {
+        ctx.child("noop_chain", &json!({"steps": input.steps}))
+            .await?;
+    }
+    Ok(json!({"children": input.children}))
 }
 
 fn validate_chain(input: &Value) -> Result<(), Vec<String>> {
@@ -131,9 +150,28 @@ fn validate_fanout(input: &Value) -> Result<(), Vec<String>> {
     Ok(())
 }
 
+fn validate_parent(input: &Value) -> Result<(), Vec<String>> {
+    decodes_as::<NoopParent>(input)?;
+    let parent: NoopParent =
+        serde_json::from_value(input.clone()).map_err(|e| vec![e.to_string()])?;
+    let mut problems = Vec::new();
+    if parent.children > MAX_CHILDREN {
+        problems.push(format!("children: at most {MAX_CHILDREN}"));
+    }
+    if parent.steps > MAX_STEPS {
+        problems.push(format!("steps: at most {MAX_STEPS}"));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
 pub fn register_workflows(catalog: &mut Catalog) -> anyhow::Result<()> {
     catalog.register("noop_chain", noop_chain, TypeInfo::plain(validate_chain))?;
     catalog.register("noop_fanout", noop_fanout, TypeInfo::plain(validate_fanout))?;
+    catalog.register("noop_parent", noop_parent, TypeInfo::plain(validate_parent))?;
     Ok(())
 }
 

@@ -137,23 +137,34 @@ impl Sweeper {
         for activity in work.activities.iter().filter(|a| a.not_before.is_none()) {
             messages.push(self.journal.outgoing.activity_message(activity));
         }
+        let mut child_ended = false;
         for child in &work.children {
-            if matches!(
-                self.journal.store.get_workflow(&child.child_id).await,
-                Err(StoreError::NotFound(_))
-            ) {
-                if let Some(Event::ChildStarted(started)) = history
-                    .get(child.started_seq.get() as usize - 1)
-                    .map(|e| &e.event)
-                {
-                    let started: &ChildStarted = started;
-                    messages.push(self.journal.outgoing.child_start(
-                        id,
-                        child.started_seq,
-                        started,
-                    ));
+            match self.journal.store.get_workflow(&child.child_id).await {
+                Err(StoreError::NotFound(_)) => {
+                    if let Some(Event::ChildStarted(started)) = history
+                        .get(child.started_seq.get() as usize - 1)
+                        .map(|e| &e.event)
+                    {
+                        let started: &ChildStarted = started;
+                        messages.push(self.journal.outgoing.child_start(
+                            id,
+                            child.started_seq,
+                            started,
+                        ));
+                    }
                 }
+                // Ended, and its parent never heard (a lost wake-up): a workflow task
+                // lets the parent read the outcome.
+                Ok(summary) if summary.status.is_terminal() => child_ended = true,
+                _ => {}
             }
+        }
+        if child_ended && !work.workflow_task {
+            messages.push(
+                self.journal
+                    .outgoing
+                    .workflow_task(id, Seq::FIRST.advance(history.len() as u64 - 1)),
+            );
         }
         for message in &messages {
             self.journal.publish(message).await?;

@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use hcpflow_engine::event::{ChildCompleted, Event};
-use hcpflow_engine::{Seq, WorkflowError, WorkflowId, WorkflowStatus};
+use hcpflow_engine::event::{digest, ChildCompleted, ChildStarted, Event, WorkflowStarted};
+use hcpflow_engine::history::pending_work;
+use hcpflow_engine::{HistoryEvent, Seq, WorkflowError, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::Error as StoreError;
 use tokio::sync::watch;
 
@@ -120,79 +121,164 @@ impl WorkflowWorker {
         }
     }
 
-    /// One workflow task: runs the workflow code in one locked transaction (recording a
-    /// finished child's outcome first, when the task reports one).
+    /// One workflow task: runs the workflow code in one locked transaction, recording
+    /// first the outcome of every child the history waits for that has ended — not only
+    /// the one a task reports: a child that ended while its parent was being processed
+    /// here (its wake-up coalesced into the next pass) is not lost.
     pub async fn process(
         &self,
         id: &WorkflowId,
         child: Option<&hcpflow_protocol::ChildDone>,
     ) -> Result<(), TaskError> {
-        let started = Instant::now();
-        let child_outcome = match child {
-            Some(done) => self.child_outcome(done).await?,
-            None => None,
-        };
-        let step = self
-            .journal
-            .step(id, |summary, history| {
-                if summary.status == WorkflowStatus::Pending || summary.status.is_terminal() {
-                    return None;
-                }
-                let mut write = Write::default();
-                if let Some((started_seq, child_id, outcome)) = &child_outcome {
-                    let started_here = history.iter().any(|e| {
-                        e.seq == *started_seq && matches!(&e.event, Event::ChildStarted(c) if c.child_id == *child_id)
-                    });
-                    let already = history
-                        .iter()
-                        .any(|e| matches!(&e.event, Event::ChildCompleted(c) if c.started_seq == *started_seq));
-                    if started_here && !already {
-                        write.events.push(
-                            ChildCompleted {
-                                started_seq: *started_seq,
-                                outcome: outcome.clone(),
-                            }
-                            .into(),
-                        );
+        let mut views = Vec::new();
+        if let Some(done) = child {
+            views.extend(self.child_view(&done.child_id).await?);
+        }
+        // A pass, and another when a child the pass still waited for turns out to have
+        // ended meanwhile.
+        for _ in 0..2 {
+            let started = Instant::now();
+            let mut waiting = Vec::new();
+            let step = self
+                .journal
+                .step(id, |summary, history| {
+                    waiting.clear();
+                    if summary.status == WorkflowStatus::Pending || summary.status.is_terminal() {
+                        return None;
                     }
-                }
-                Some(write)
-            })
-            .await;
-        let step = step.map_err(|error| TaskError::from_store(id, error))?;
-        if step.appended.is_some() {
-            self.journal.metrics.workflow_tasks.inc();
-            self.journal
-                .metrics
-                .workflow_task_time
-                .record(started.elapsed());
+                    let mut write = Write::default();
+                    for (started_seq, expected) in waited_children(id, history) {
+                        let view = views.iter().find(|v| v.id == expected.child_id);
+                        match view.and_then(|v| v.outcome_for(id, started_seq, expected)) {
+                            Some(outcome) => write.events.push(
+                                ChildCompleted {
+                                    started_seq,
+                                    outcome,
+                                }
+                                .into(),
+                            ),
+                            None => waiting.push(expected.child_id.clone()),
+                        }
+                    }
+                    Some(write)
+                })
+                .await;
+            let step = step.map_err(|error| TaskError::from_store(id, error))?;
+            if step.appended.is_some() {
+                self.journal.metrics.workflow_tasks.inc();
+                self.journal
+                    .metrics
+                    .workflow_task_time
+                    .record(started.elapsed());
+            }
+            let mut fresh = Vec::new();
+            for child_id in waiting
+                .iter()
+                .filter(|c| !views.iter().any(|v| &v.id == *c))
+            {
+                fresh.extend(self.child_view(child_id).await?);
+            }
+            if !fresh.iter().any(|view| view.may_be_final_for(id)) {
+                break;
+            }
+            views = fresh;
         }
         Ok(())
     }
 
-    /// A finished child's outcome, read from its history.
-    async fn child_outcome(
-        &self,
-        done: &hcpflow_protocol::ChildDone,
-    ) -> Result<Option<(Seq, WorkflowId, Result<serde_json::Value, WorkflowError>)>, TaskError>
-    {
-        let (started_seq, child_id) = (done.started_seq, done.child_id.clone());
-        let history = match self.journal.load(&child_id).await {
+    /// What the store holds of a child: how it was started and how it ended; `None`
+    /// before it exists.
+    async fn child_view(&self, child_id: &WorkflowId) -> Result<Option<ChildView>, TaskError> {
+        let history = match self.journal.load(child_id).await {
             Ok(history) => history,
             Err(StoreError::NotFound(_)) => return Ok(None),
             // The child's history is the child's to block on; the parent retries.
             Err(error) => return Err(TaskError::Transient(error.into())),
         };
-        let Some(terminal) = history.iter().find(|e| e.event.is_terminal()) else {
-            return Ok(None);
-        };
-        let outcome = match &terminal.event {
-            Event::WorkflowCompleted(done) => Ok(done.output.clone()),
-            other => Err(WorkflowError::Child {
-                child_id: child_id.to_string(),
-                message: format!("ended with {}", other.kind()),
-            }),
-        };
-        Ok(Some((started_seq, child_id, outcome)))
+        let started = history.first().and_then(|e| match &e.event {
+            Event::WorkflowStarted(started) => Some(started.clone()),
+            _ => None,
+        });
+        let ended = history
+            .iter()
+            .find(|e| e.event.is_terminal())
+            .map(|terminal| match &terminal.event {
+                Event::WorkflowCompleted(done) => Ok(done.output.clone()),
+                other => Err(WorkflowError::Child {
+                    child_id: child_id.to_string(),
+                    message: format!("ended with {}", other.kind()),
+                }),
+            });
+        Ok(Some(ChildView {
+            id: child_id.clone(),
+            started,
+            ended,
+        }))
     }
 }
+
+/// The children a history waits for: each `ChildStarted` without its `ChildCompleted`.
+fn waited_children<'h>(
+    id: &WorkflowId,
+    history: &'h [HistoryEvent],
+) -> impl Iterator<Item = (Seq, &'h ChildStarted)> {
+    let waiting = pending_work(id, history).children;
+    history.iter().filter_map(move |e| match &e.event {
+        Event::ChildStarted(started) if waiting.iter().any(|c| c.started_seq == e.seq) => {
+            Some((e.seq, started))
+        }
+        _ => None,
+    })
+}
+
+/// A child as the store holds it.
+#[derive(Debug)]
+struct ChildView {
+    id: WorkflowId,
+    started: Option<WorkflowStarted>,
+    ended: Option<ChildOutcome>,
+}
+
+impl ChildView {
+    /// What the parent records for its `ChildStarted` at `started_seq`: the child's
+    /// result once it ended, `None` while it runs. A workflow under the child's id that
+    /// this parent did not start — another type or input, or no link back to this
+    /// `ChildStarted` (a client took the id first) — is the child's failure, never its
+    /// result.
+    fn outcome_for(
+        &self,
+        parent: &WorkflowId,
+        started_seq: Seq,
+        expected: &ChildStarted,
+    ) -> Option<ChildOutcome> {
+        let ours = self.started.as_ref().is_some_and(|started| {
+            started.workflow_type == expected.workflow_type
+                && digest(&started.input) == expected.input_digest
+                && started
+                    .parent
+                    .as_ref()
+                    .is_some_and(|link| link.workflow_id == *parent && link.seq == started_seq)
+        });
+        if !ours {
+            return Some(Err(WorkflowError::Child {
+                child_id: self.id.to_string(),
+                message: "another workflow holds this child's id: this parent did not start it with this type and input".into(),
+            }));
+        }
+        self.ended.clone()
+    }
+
+    /// Whether recording it could move the parent on: it ended, or it is not the
+    /// parent's own.
+    fn may_be_final_for(&self, parent: &WorkflowId) -> bool {
+        let linked = self
+            .started
+            .as_ref()
+            .and_then(|started| started.parent.as_ref())
+            .is_some_and(|link| link.workflow_id == *parent);
+        self.ended.is_some() || !linked
+    }
+}
+
+/// A child's result as its parent records it.
+type ChildOutcome = Result<serde_json::Value, WorkflowError>;

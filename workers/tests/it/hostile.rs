@@ -4,7 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use hcpflow_engine::event::{ActivityScheduled, WorkflowStarted};
+use hcpflow_engine::event::{
+    ActivityScheduled, ChildStarted, ParentRef, WorkflowCompleted, WorkflowStarted,
+};
 use hcpflow_engine::{ActivityOptions, Event, Seq, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::{AppendBatch, NewEvent, NewWorkflow};
 use hcpflow_protocol::subjects::Subjects;
@@ -205,5 +207,208 @@ async fn an_attempt_runs_once_at_a_time() {
         counter(&metrics_addr, "hcpflow_activity_tasks_total").await,
         1,
         "the attempt ran twice at once"
+    );
+}
+
+/// Writes a history straight to the store, as a server would have recorded it.
+async fn record_history(server: &Server, id: &str, status: WorkflowStatus, events: &[Event]) {
+    let new_events = events
+        .iter()
+        .map(|event| {
+            let (kind, data) = event.to_record();
+            NewEvent::new(kind, data)
+        })
+        .collect();
+    let mut batch =
+        AppendBatch::new(WorkflowId::new(id).unwrap(), Seq::FIRST, new_events).with_status(status);
+    if let Some(Event::WorkflowCompleted(done)) = events.last() {
+        batch.output = Some(done.output.clone());
+    }
+    let workflow_type = match &events[0] {
+        Event::WorkflowStarted(started) => started.workflow_type.clone(),
+        _ => unreachable!("a history starts with WorkflowStarted"),
+    };
+    server
+        .store
+        .create_workflow(
+            &NewWorkflow {
+                workflow_type,
+                status,
+                concurrency_key: None,
+                parent_id: None,
+                input_digest: None,
+                events_subject: None,
+            },
+            batch,
+        )
+        .await
+        .unwrap();
+}
+
+/// A `noop_parent` that started its one child and waits for it; the child's id.
+async fn parent_waiting(server: &Server, parent: &str) -> WorkflowId {
+    let parent_id = WorkflowId::new(parent).unwrap();
+    let child_id = hcpflow_engine::child_id(&parent_id, Seq::new(2).unwrap());
+    let child_input = json!({"steps": 0});
+    record_history(
+        server,
+        parent,
+        WorkflowStatus::Running,
+        &[
+            WorkflowStarted {
+                workflow_type: "noop_parent".into(),
+                input: json!({"children": 1, "steps": 0}),
+                concurrency_key: None,
+                parent: None,
+            }
+            .into(),
+            ChildStarted {
+                child_id: child_id.clone(),
+                workflow_type: "noop_chain".into(),
+                input_digest: hcpflow_engine::event::digest(&child_input),
+                input: child_input,
+            }
+            .into(),
+        ],
+    )
+    .await;
+    child_id
+}
+
+/// A child history that ended with `end`.
+async fn ended_child(server: &Server, child_id: &WorkflowId, start: WorkflowStarted, end: Event) {
+    record_history(
+        server,
+        child_id.as_str(),
+        WorkflowStatus::Completed,
+        &[start.into(), end],
+    )
+    .await;
+}
+
+/// Wakes `id` with a workflow task that names no child — as the pass a coalesced
+/// wake-up turns into.
+async fn wake(server: &Server, id: &str) {
+    let subjects = Subjects::new(&server.prefix).unwrap();
+    let js = async_nats::jetstream::new(server.client.clone());
+    let task = json!({"workflow_id": id});
+    js.publish(
+        subjects.workflow_tasks(),
+        serde_json::to_vec(&task).unwrap().into(),
+    )
+    .await
+    .unwrap()
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_ended_while_its_parent_was_busy_is_not_lost() {
+    let Some(env) = stack("a_child_that_ended_while_its_parent_was_busy_is_not_lost") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("child");
+    let server = Server::start(env, &prefix, &[]).await;
+    let parent = format!("{prefix}-parent");
+    let parent_id = WorkflowId::new(&parent).unwrap();
+    // The child ended; its wake-up reached the parent while the parent was being
+    // processed, so the next pass runs without it.
+    let child_id = parent_waiting(&server, &parent).await;
+    ended_child(
+        &server,
+        &child_id,
+        WorkflowStarted {
+            workflow_type: "noop_chain".into(),
+            input: json!({"steps": 0}),
+            concurrency_key: None,
+            parent: Some(ParentRef {
+                workflow_id: parent_id.clone(),
+                seq: Seq::new(2).unwrap(),
+            }),
+        },
+        WorkflowCompleted {
+            output: json!({"steps": 0}),
+        }
+        .into(),
+    )
+    .await;
+    wake(&server, &parent).await;
+    assert_eq!(
+        server.wait_terminal(&parent, Duration::from_secs(30)).await,
+        "completed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_id_taken_by_a_client_is_a_failure_not_a_result() {
+    let Some(env) = stack("a_child_id_taken_by_a_client_is_a_failure_not_a_result") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("imp");
+    let server = Server::start(env, &prefix, &[]).await;
+    let parent = format!("{prefix}-parent");
+    let child_id = parent_waiting(&server, &parent).await;
+
+    // Through the API, a client can neither claim to be the child with its own input,
+    // nor take the child's id without a claim.
+    let forged = server
+        .api(
+            "start",
+            json!({"workflow_type": "noop_chain", "workflow_id": child_id.as_str(),
+                   "input": {"steps": 3}, "parent": {"workflow_id": parent, "seq": 2}}),
+        )
+        .await;
+    assert_eq!(forged["error"]["code"], "invalid_request", "{forged}");
+    let reserved = server
+        .api(
+            "start",
+            json!({"workflow_type": "noop_chain", "workflow_id": child_id.as_str(),
+                   "input": {"steps": 3}}),
+        )
+        .await;
+    assert_eq!(reserved["error"]["code"], "conflict", "{reserved}");
+
+    // An impostor recorded under the child's id (before these checks, say) with its own
+    // input: the parent records the child's failure, not the impostor's output.
+    ended_child(
+        &server,
+        &child_id,
+        WorkflowStarted {
+            workflow_type: "noop_chain".into(),
+            input: json!({"steps": 3}),
+            concurrency_key: None,
+            parent: None,
+        },
+        WorkflowCompleted {
+            output: json!({"steps": 3, "stolen": true}),
+        }
+        .into(),
+    )
+    .await;
+    let taken = server
+        .api(
+            "start",
+            json!({"workflow_type": "noop_chain", "workflow_id": format!("{parent}-c9"),
+                   "input": {"steps": 1}}),
+        )
+        .await;
+    assert_eq!(
+        taken["ok"], true,
+        "an id no ChildStarted reserved is free: {taken}"
+    );
+    wake(&server, &parent).await;
+    let status = server.wait_terminal(&parent, Duration::from_secs(30)).await;
+    assert_ne!(status, "completed");
+    let completed = history(&server, &parent)
+        .await
+        .into_iter()
+        .find(|e| e["type"] == "ChildCompleted")
+        .expect("the child's outcome is recorded");
+    let text = completed["data"].to_string();
+    assert!(
+        !text.contains("stolen") && text.contains("another workflow holds"),
+        "{text}"
     );
 }

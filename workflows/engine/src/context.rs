@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use activity::{Activity, ActivityCall};
-pub use child::ChildCall;
+pub use child::{child_id, ChildCall};
 pub use join::JoinAll;
 pub use signal::{Cancelled, SignalWait};
 pub use timer::Sleep;

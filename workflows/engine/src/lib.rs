@@ -47,7 +47,8 @@ pub use catalog::{Catalog, TypeInfo};
 pub use chain::ChainHash;
 pub use checkpoint::{AuditPublicKey, AuditSigningKey, Checkpoint, CheckpointError};
 pub use context::{
-    Activity, ActivityCall, Cancelled, ChildCall, JoinAll, SignalWait, Sleep, WorkflowContext,
+    child_id, Activity, ActivityCall, Cancelled, ChildCall, JoinAll, SignalWait, Sleep,
+    WorkflowContext,
 };
 pub use entropy::{Entropy, OsEntropy, SeededEntropy};
 pub use error::{scrub_quoted, ActivityFailure, ErrorClass, ExecError, WorkflowError};

@@ -43,7 +43,7 @@ impl ChildCall {
 }
 
 /// `<parent>-c<seq>`, or a hashed prefix when the parent id is too long for that.
-pub(crate) fn child_id(parent: &WorkflowId, seq: Seq) -> WorkflowId {
+pub fn child_id(parent: &WorkflowId, seq: Seq) -> WorkflowId {
     let suffix = format!("-c{seq}");
     let plain = format!("{parent}{suffix}");
     let id = if plain.len() <= WorkflowId::MAX_LEN {
