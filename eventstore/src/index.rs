@@ -133,11 +133,14 @@ impl EventStore {
 impl EventStore {
     /// Marks a workflow `blocked` with the reason (nondeterminism, a panic, a corrupt
     /// history). Nothing is appended: the history stays as it was, to be resumed by fixed
-    /// code. A blocked workflow keeps its concurrency key.
+    /// code. A blocked workflow keeps its concurrency key. An ended workflow stays as it
+    /// ended (a late task on an old process during a rolling deploy must not hold its
+    /// cluster's key for ever).
     pub async fn set_blocked(&self, workflow_id: &WorkflowId, reason: &str) -> Result<()> {
         sqlx::query(
             "UPDATE workflows SET status = 'blocked', blocked_reason = $2, updated_at = now()
-              WHERE workflow_id = $1",
+              WHERE workflow_id = $1
+                AND status NOT IN ('completed', 'compensated', 'cancelled', 'failed')",
         )
         .bind(workflow_id.as_str())
         .bind(reason)

@@ -412,3 +412,26 @@ async fn a_concurrency_key_runs_one_workflow_at_a_time_in_order() {
         .unwrap();
     assert_eq!(step.promoted, None);
 }
+
+#[tokio::test]
+async fn an_ended_workflow_is_never_marked_blocked() {
+    let Some((_, store)) = store("an_ended_workflow_is_never_marked_blocked").await else {
+        return;
+    };
+    let id = unique_id("ended");
+    let mut workflow = new_workflow("test");
+    workflow.status = WorkflowStatus::Completed;
+    store
+        .create_workflow(
+            &workflow,
+            AppendBatch::new(id.clone(), Seq::FIRST, vec![event(1)])
+                .with_status(WorkflowStatus::Completed),
+        )
+        .await
+        .unwrap();
+    // A late task of an old process finds it cannot replay the history.
+    store.set_blocked(&id, "nondeterminism").await.unwrap();
+    let summary = store.get_workflow(&id).await.unwrap();
+    assert_eq!(summary.status, WorkflowStatus::Completed);
+    assert_eq!(summary.blocked_reason, None);
+}
