@@ -4,7 +4,10 @@
 
 use std::sync::Arc;
 
+use async_nats::jetstream;
+use hcpflow_engine::WorkflowId;
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use crate::api::fields::Fields;
@@ -26,7 +29,7 @@ impl Submissions {
     ) -> anyhow::Result<()> {
         let mut deliveries = Deliveries::new(consumer, "submissions");
         while let Some(message) = deliveries.next(&mut shutdown).await {
-            match self.accept(&message.payload).await {
+            match self.accept(&message).await {
                 Ok(()) => {
                     let _ = message.ack().await;
                 }
@@ -55,9 +58,12 @@ impl Submissions {
         Ok(())
     }
 
-    async fn accept(&self, body: &[u8]) -> Result<(), ApiError> {
-        let map = parse_body(body, self.max_body_bytes)?;
-        let request = Fields(map).read::<StartRequest>()?;
+    async fn accept(&self, message: &jetstream::Message) -> Result<(), ApiError> {
+        let map = parse_body(&message.payload, self.max_body_bytes)?;
+        let mut request = Fields(map).read::<StartRequest>()?;
+        if request.workflow_id.is_none() {
+            request.workflow_id = submission_id(message);
+        }
         self.intake.start(request).await.map(|_| ())
     }
 
@@ -108,6 +114,29 @@ pub fn redact(body: &[u8]) -> Value {
         Ok(value) => strip(&value),
         Err(_) => Value::String(format!("[not JSON: {} bytes]", body.len())),
     }
+}
+
+/// The id of a submission that names none, derived from the message — its
+/// `Nats-Msg-Id` when it has one, else its place in the stream — so that a redelivery
+/// (the start committed, the ack lost) is the same start, answered `already_started`,
+/// instead of a second workflow.
+pub fn submission_id(message: &jetstream::Message) -> Option<WorkflowId> {
+    let source = match message
+        .headers
+        .as_ref()
+        .and_then(|headers| headers.get(async_nats::header::NATS_MESSAGE_ID))
+    {
+        Some(msg_id) => format!("msg-id\0{msg_id}"),
+        None => {
+            let info = message.info().ok()?;
+            format!(
+                "stream\0{}\0{}\0{}",
+                info.stream, info.stream_sequence, info.published
+            )
+        }
+    };
+    let digest = hex::encode(Sha256::digest(source.as_bytes()));
+    WorkflowId::new(format!("sub-{}", &digest[..32])).ok()
 }
 
 #[cfg(test)]

@@ -91,3 +91,42 @@ async fn submissions_start_workflows_and_rejects_are_dead_lettered_redacted() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submission_without_an_id_starts_one_workflow_whatever_its_deliveries() {
+    let Some(env) = stack("a_submission_without_an_id_starts_one_workflow_whatever_its_deliveries")
+    else {
+        return;
+    };
+    let _stack = crate::support::shared().await;
+    let prefix = unique("subid");
+    let server = Server::start(env, &prefix, &[]).await;
+    let js = async_nats::jetstream::new(server.client.clone());
+    let subject = format!("{prefix}.submit.v1.start");
+    // No workflow_id: the id comes from the message's Nats-Msg-Id, so that every
+    // delivery of it (a redelivery after a lost ack) names the same workflow.
+    let body = json!({"workflow_type": "noop_chain", "input": {"steps": 1}});
+    let mut headers = async_nats::HeaderMap::new();
+    let msg_id = format!("order-42-{prefix}");
+    headers.insert("Nats-Msg-Id", msg_id.as_str());
+    js.publish_with_headers(subject, headers, serde_json::to_vec(&body).unwrap().into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    let source = format!("msg-id\0{msg_id}");
+    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(source.as_bytes()));
+    let id = format!("sub-{}", &digest[..32]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while server.status(&id).await == "?" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no workflow {id}: the submission's id was not derived from its message"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        server.wait_terminal(&id, Duration::from_secs(30)).await,
+        "completed"
+    );
+}
