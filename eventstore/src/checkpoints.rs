@@ -57,13 +57,19 @@ impl EventStore {
     /// Heads to sign, oldest change first: every ended workflow whose last event has no
     /// checkpoint, and live ones whose head moved and whose last checkpoint is older
     /// than `every`. Only workflows whose events go to `events_prefix` (`<prefix>.events.`)
-    /// — the deployments sharing a database sign their own.
+    /// — the deployments sharing a database sign their own. Heads in `skip` (ones the
+    /// caller refused) are left out, so they cannot fill every batch.
     pub async fn unsigned_heads(
         &self,
         events_prefix: &str,
         every: Duration,
         limit: u32,
+        skip: &[(WorkflowId, Seq)],
     ) -> Result<Vec<UnsignedHead>> {
+        let (skip_ids, skip_seqs): (Vec<&str>, Vec<i64>) = skip
+            .iter()
+            .map(|(id, seq)| (id.as_str(), i64::try_from(seq.get()).unwrap_or(i64::MAX)))
+            .unzip();
         let rows: Vec<(String, i64, Vec<u8>, String)> = sqlx::query_as(
             "SELECT workflow_id, next_seq - 1, head_hash, status FROM workflows
               WHERE checkpoint_seq < next_seq - 1
@@ -71,11 +77,15 @@ impl EventStore {
                 AND (status IN ('completed', 'compensated', 'failed', 'cancelled')
                      OR checkpoint_at IS NULL AND created_at < now() - make_interval(secs => $2)
                      OR checkpoint_at < now() - make_interval(secs => $2))
+                AND (workflow_id, next_seq - 1) NOT IN
+                    (SELECT * FROM UNNEST($4::text[], $5::bigint[]))
               ORDER BY updated_at LIMIT $3",
         )
         .bind(events_prefix)
         .bind(every.as_secs_f64())
         .bind(i64::from(limit))
+        .bind(&skip_ids)
+        .bind(&skip_seqs)
         .fetch_all(&self.pool)
         .await?;
         rows.into_iter()

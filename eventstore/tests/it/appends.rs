@@ -435,3 +435,41 @@ async fn an_ended_workflow_is_never_marked_blocked() {
     assert_eq!(summary.status, WorkflowStatus::Completed);
     assert_eq!(summary.blocked_reason, None);
 }
+
+#[tokio::test]
+async fn refused_heads_do_not_fill_every_scan_for_signing() {
+    let Some((_, store)) = store("refused_heads_do_not_fill_every_scan_for_signing").await else {
+        return;
+    };
+    // Two ended workflows of one deployment (its own events prefix).
+    let prefix = format!("{}.events.", unique_id("sign").as_str().replace('-', ""));
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let id = unique_id("sign");
+        let mut workflow = new_workflow("test");
+        workflow.status = WorkflowStatus::Completed;
+        workflow.events_subject = Some(format!("{prefix}{id}"));
+        store
+            .create_workflow(
+                &workflow,
+                AppendBatch::new(id.clone(), Seq::FIRST, vec![event(1)])
+                    .with_status(WorkflowStatus::Completed),
+            )
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    let every = std::time::Duration::from_secs(60);
+    let first = store.unsigned_heads(&prefix, every, 1, &[]).await.unwrap();
+    assert_eq!(first.len(), 1);
+    // The checkpointer refused that head (its chain does not verify): the next scan of
+    // the same size reaches the other one instead of the refused one again.
+    let refused = [(first[0].workflow_id.clone(), first[0].seq)];
+    let next = store
+        .unsigned_heads(&prefix, every, 1, &refused)
+        .await
+        .unwrap();
+    assert_eq!(next.len(), 1);
+    assert_ne!(next[0].workflow_id, first[0].workflow_id);
+    assert!(ids.contains(&next[0].workflow_id));
+}

@@ -13,8 +13,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hcpflow_engine::{AuditSigningKey, WorkflowId};
-use hcpflow_eventstore::{OutboxMessage, UnsignedHead};
+use hcpflow_engine::{AuditSigningKey, Seq, WorkflowId};
+use hcpflow_eventstore::{Error as StoreError, OutboxMessage, UnsignedHead};
 use tokio::sync::watch;
 
 use crate::runtime::journal::Journal;
@@ -36,11 +36,15 @@ pub struct Checkpointer {
 impl Checkpointer {
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
         tracing::info!(key_id = %self.key.public_key().key_id(), public_key = %self.key.public_key().to_base64(), "signing history checkpoints");
-        // Heads whose chain did not verify: reported once, never signed.
-        let mut refused: BTreeSet<(WorkflowId, u64)> = BTreeSet::new();
+        // Heads whose chain did not verify: reported once, never signed, and left out
+        // of later scans.
+        let mut refused: BTreeSet<(WorkflowId, Seq)> = BTreeSet::new();
         loop {
             match self.sign_batch(&mut refused).await {
-                Ok(signed) if signed as u32 == BATCH => continue,
+                // A full batch signed: more may wait, scan again at once. Anything
+                // else (a batch of heads that moved on, or an error) waits a tick, so
+                // the loop never spins.
+                Ok(signed) if signed == BATCH as usize => continue,
                 Ok(_) => {}
                 Err(error) => tracing::warn!(%error, "signing checkpoints failed; retrying"),
             }
@@ -51,27 +55,27 @@ impl Checkpointer {
         }
     }
 
-    /// Signs one batch of unsigned heads; how many it looked at.
-    async fn sign_batch(&self, refused: &mut BTreeSet<(WorkflowId, u64)>) -> anyhow::Result<usize> {
+    /// Signs one batch of unsigned heads; how many it signed.
+    async fn sign_batch(&self, refused: &mut BTreeSet<(WorkflowId, Seq)>) -> anyhow::Result<usize> {
         let store = &self.journal.store;
         let events_prefix = format!("{}.events.", self.journal.outgoing.subjects.prefix());
+        let skip: Vec<(WorkflowId, Seq)> = refused.iter().cloned().collect();
         let heads = store
-            .unsigned_heads(&events_prefix, self.live_every, BATCH)
+            .unsigned_heads(&events_prefix, self.live_every, BATCH, &skip)
             .await?;
-        let count = heads.len();
+        let mut signed = 0;
         for head in heads {
-            if refused.contains(&(head.workflow_id.clone(), head.seq.get())) {
-                continue;
-            }
             match self.check_chain(&head).await {
                 Ok(true) => {}
                 // The workflow moved on since the scan: the next scan signs the new head.
                 Ok(false) => continue,
-                Err(reason) => {
+                Err(ChainCheck::Refused(reason)) => {
                     tracing::error!(workflow_id = %head.workflow_id, seq = head.seq.get(), %reason, "history does not verify: its head is not signed");
-                    refused.insert((head.workflow_id.clone(), head.seq.get()));
+                    refused.insert((head.workflow_id.clone(), head.seq));
                     continue;
                 }
+                // Postgres trouble that passes: the head is tried again next round.
+                Err(ChainCheck::Unavailable(error)) => return Err(error.into()),
             }
             let checkpoint = self.key.sign(&head.workflow_id, head.seq, head.head_hash);
             let witness = OutboxMessage {
@@ -91,18 +95,19 @@ impl Checkpointer {
                     store.mark_published(&self.name, &[row]).await?;
                 }
             }
+            signed += 1;
         }
-        Ok(count)
+        Ok(signed)
     }
 
     /// Whether the stored chain verifies and still ends at `head` (false: it moved on).
-    async fn check_chain(&self, head: &UnsignedHead) -> Result<bool, String> {
+    async fn check_chain(&self, head: &UnsignedHead) -> Result<bool, ChainCheck> {
         let verified = self
             .journal
             .store
             .verify_history(&head.workflow_id)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(ChainCheck::from_store)?;
         if verified.events != head.seq.get() || verified.head_hash != head.head_hash {
             return Ok(false);
         }
@@ -111,13 +116,56 @@ impl Checkpointer {
         if head.status.is_terminal() {
             let kind = verified.head_event_type.as_deref();
             if !kind.is_some_and(hcpflow_engine::Event::is_terminal_kind) {
-                return Err(format!(
+                return Err(ChainCheck::Refused(format!(
                     "the workflow ended ({}) but its last event is {}: events after the end",
                     head.status,
                     kind.unwrap_or("missing")
-                ));
+                )));
             }
         }
         Ok(true)
+    }
+}
+
+/// Why a head is not signed now.
+#[derive(Debug)]
+enum ChainCheck {
+    /// The history does not verify: never signed.
+    Refused(String),
+    /// The store could not answer: tried again next round.
+    Unavailable(StoreError),
+}
+
+impl ChainCheck {
+    fn from_store(error: StoreError) -> Self {
+        match error {
+            StoreError::Corrupt { .. } | StoreError::Decode { .. } => {
+                Self::Refused(error.to_string())
+            }
+            other => Self::Unavailable(other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_history_that_does_not_verify_is_refused_for_good() {
+        let corrupt = StoreError::Corrupt {
+            workflow_id: "wf".into(),
+            seq: 3,
+            reason: "hash mismatch".into(),
+        };
+        assert!(matches!(
+            ChainCheck::from_store(corrupt),
+            ChainCheck::Refused(_)
+        ));
+        let unreachable = StoreError::Database(sqlx::Error::PoolTimedOut);
+        assert!(matches!(
+            ChainCheck::from_store(unreachable),
+            ChainCheck::Unavailable(_)
+        ));
     }
 }
