@@ -4,7 +4,7 @@
 //! no-op activities one after another; each sleeps `sleep_ms` inside the activity,
 //! returns `payload_bytes` of data and registers a no-op compensation; step `fail_at`
 //! (1-based) fails permanently, so the compensations run and the run ends
-//! `compensated`. `noop_fanout {"width": N}` runs N at once. `noop_parent {"children":
+//! `compensated`; step `panic_at` panics (a bug: retried, then the workflow is blocked). `noop_fanout {"width": N}` runs N at once. `noop_parent {"children":
 //! N, "steps": M}` starts N child `noop_chain`s of M steps, one after another.
 
 use std::time::Duration;
@@ -28,6 +28,10 @@ pub struct NoopChain {
     pub fail_at: Option<u32>,
     #[serde(default)]
     pub payload_bytes: usize,
+    /// Make step N's activity panic (a bug in an activity, for the tests of what the
+    /// runtime does then: retried, then the workflow blocked).
+    #[serde(default)]
+    pub panic_at: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -52,6 +56,9 @@ pub struct NoopStep {
     pub sleep_ms: u64,
     pub fail: bool,
     pub payload_bytes: usize,
+    /// Absent from the requests of histories recorded before it existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub panic: bool,
 }
 
 impl Activity for NoopStep {
@@ -89,6 +96,7 @@ async fn noop_chain(ctx: WorkflowContext, input: NoopChain) -> Result<Value, Wor
             sleep_ms: input.sleep_ms,
             fail: input.fail_at == Some(step),
             payload_bytes: input.payload_bytes,
+            panic: input.panic_at == Some(step),
         })
         .await?;
         ctx.on_rollback(NoopUndo { step });
@@ -103,6 +111,7 @@ async fn noop_fanout(ctx: WorkflowContext, input: NoopFanout) -> Result<Value, W
             sleep_ms: 0,
             fail: false,
             payload_bytes: 0,
+            panic: false,
         })
     });
     for result in ctx.join_all(steps).await {
@@ -181,6 +190,9 @@ pub fn register_activities(activities: &mut ActivityRegistry) {
             .map_err(|e| ActivityFailure::permanent("InvalidInput", e.to_string()))?;
         if step.sleep_ms > 0 {
             tokio::time::sleep(Duration::from_millis(step.sleep_ms)).await;
+        }
+        if step.panic {
+            panic!("step {} panics by request (panic_at)", step.step);
         }
         if step.fail {
             return Err(ActivityFailure::permanent(

@@ -8,10 +8,12 @@
 //! runner that dies mid-attempt stops extending its claim, and the task comes back),
 //! which its idempotency key makes safe.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use hcpflow_engine::event::{
     ActivityCompleted, ActivityFailed, ResourceCreated, ResourceDeleted, ResourceObserved,
 };
@@ -309,12 +311,21 @@ impl ActivityWorker {
             )),
             Some(handler) => {
                 let limit = Duration::from_millis(task.options.start_to_close_timeout_ms);
-                match tokio::time::timeout(limit, handler(input)).await {
-                    Ok(result) => result,
-                    Err(_) => Err(ActivityFailure::retryable(
+                let run = AssertUnwindSafe(tokio::time::timeout(limit, handler(input)));
+                match run.catch_unwind().await {
+                    Ok(Ok(result)) => result,
+                    Ok(Err(_)) => Err(ActivityFailure::retryable(
                         "Timeout",
                         format!("attempt ran longer than its start-to-close timeout of {limit:?}"),
                     )),
+                    // A bug, not an outcome: nothing is recorded, the claim is given
+                    // up, and the task's disposition retries it, then blocks.
+                    Err(payload) => {
+                        if let Some(claim) = &claim {
+                            let _ = self.journal.store.release_attempt_claim(claim).await;
+                        }
+                        return Err(TaskError::panicked(&id, payload.as_ref()));
+                    }
                 }
             }
         };

@@ -7,9 +7,11 @@
 //! after the current one instead of a storm of racing tasks.
 
 use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use futures::FutureExt;
 use hcpflow_engine::event::{digest, ChildCompleted, ChildStarted, Event, WorkflowStarted};
 use hcpflow_engine::history::pending_work;
 use hcpflow_engine::{HistoryEvent, Seq, WorkflowError, WorkflowId, WorkflowStatus};
@@ -65,9 +67,9 @@ impl WorkflowWorker {
             let _ = message.ack().await;
             return;
         }
-        let mut outcome = self.process(&id, task.child.as_ref()).await;
+        let mut outcome = self.process_guarded(&id, task.child.as_ref()).await;
         while outcome.is_ok() && self.leave_or_again(&id) {
-            outcome = self.process(&id, None).await;
+            outcome = self.process_guarded(&id, None).await;
         }
         if outcome.is_err() {
             self.leave(&id);
@@ -80,6 +82,19 @@ impl WorkflowWorker {
             std::time::Duration::from_millis(500),
         )
         .await;
+    }
+
+    /// [`Self::process`], with a panic of the runtime caught as the task's error (the
+    /// workflow code's own panics the executor turns into `blocked` already).
+    async fn process_guarded(
+        &self,
+        id: &WorkflowId,
+        child: Option<&hcpflow_protocol::ChildDone>,
+    ) -> Result<(), TaskError> {
+        AssertUnwindSafe(self.process(id, child))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|payload| Err(TaskError::panicked(id, payload.as_ref())))
     }
 
     fn enter(&self, id: &WorkflowId) -> bool {

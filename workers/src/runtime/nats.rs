@@ -1,9 +1,11 @@
 //! Connecting to NATS, and creating the streams and consumers (idempotently).
 
+use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use anyhow::Context;
 use async_nats::jetstream::{self, consumer, stream};
+use futures::FutureExt;
 
 use hcpflow_protocol::subjects::{StreamRole, Subjects};
 
@@ -198,13 +200,36 @@ where
         };
         let permit = slots.clone().acquire_owned().await?;
         let work = handle(message, task);
+        let label = deliveries.label;
         tokio::spawn(async move {
-            work.await;
+            // Handlers catch their own panics and settle the message; this is the net
+            // under them: the slot comes back whatever happens.
+            if AssertUnwindSafe(work).catch_unwind().await.is_err() {
+                tracing::error!(
+                    label,
+                    "a task handler panicked; its message returns to NATS"
+                );
+            }
             drop(permit);
         });
     }
-    let _ = slots
-        .acquire_many(u32::try_from(total).unwrap_or(u32::MAX))
-        .await;
+    // Finish what runs, within a deadline: a task still running then is abandoned (its
+    // message returns to NATS after the ack wait, its claims run out), so a shutdown
+    // never waits on one long or stuck task.
+    let all = u32::try_from(total).unwrap_or(u32::MAX);
+    if tokio::time::timeout(SHUTDOWN_GRACE, slots.acquire_many(all))
+        .await
+        .is_err()
+    {
+        let running = total.saturating_sub(slots.available_permits());
+        tracing::warn!(
+            label = deliveries.label,
+            running,
+            "tasks still running at the shutdown deadline are left to other workers"
+        );
+    }
     Ok(())
 }
+
+/// How long a shutdown waits for the tasks in flight.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(20);

@@ -28,9 +28,32 @@ pub enum TaskError {
         seq: u64,
         attempt: u32,
     },
+    /// The task's code panicked (an activity's, or the runtime's): retried a few times
+    /// in case the cause passes, then the workflow is blocked with the panic's message.
+    #[error("a task of {id} panicked: {message}")]
+    Panicked { id: WorkflowId, message: String },
     /// Postgres or NATS trouble that passes.
     #[error(transparent)]
     Transient(#[from] anyhow::Error),
+}
+
+/// How many deliveries of a task may panic before its workflow is blocked.
+pub const PANICS_BEFORE_BLOCK: i64 = 3;
+
+impl TaskError {
+    /// A caught panic of a task of workflow `id`, with its payload's message.
+    pub fn panicked(id: &WorkflowId, payload: &(dyn std::any::Any + Send)) -> Self {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|text| (*text).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_owned());
+        tracing::error!(workflow_id = %id, %message, "a task panicked");
+        Self::Panicked {
+            id: id.clone(),
+            message,
+        }
+    }
 }
 
 /// What becomes of the task's message.
@@ -66,7 +89,7 @@ impl TaskError {
         match self {
             Self::UnknownWorkflow(_) | Self::LostClaim { .. } => Disposition::Ack,
             Self::Undecodable { reason, .. } => Disposition::Block(reason.clone()),
-            Self::Transient(_) => Disposition::RetryLater,
+            Self::Transient(_) | Self::Panicked { .. } => Disposition::RetryLater,
         }
     }
 }
@@ -83,11 +106,23 @@ pub async fn settle(
 ) {
     let disposition = match &outcome {
         Ok(()) => Disposition::Ack,
+        // A panic that comes back with every delivery is a bug: block the workflow,
+        // visibly, until fixed code runs it, instead of retrying for ever.
+        Err(TaskError::Panicked { message: text, .. }) => {
+            let delivered = message.info().map(|info| info.delivered).unwrap_or(1);
+            if delivered >= PANICS_BEFORE_BLOCK {
+                Disposition::Block(format!(
+                    "a task panicked {delivered} times; the last time: {text}"
+                ))
+            } else {
+                Disposition::RetryLater
+            }
+        }
         Err(error) => error.disposition(),
     };
     let disposition = match disposition {
         Disposition::Block(reason) => {
-            tracing::error!(workflow_id = %id, %reason, "workflow blocked: its history does not decode");
+            tracing::error!(workflow_id = %id, %reason, "workflow blocked");
             journal.metrics.blocked.inc();
             match journal.store.set_blocked(id, &reason).await {
                 Ok(()) => Disposition::Ack,

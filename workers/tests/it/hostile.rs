@@ -412,3 +412,44 @@ async fn a_child_id_taken_by_a_client_is_a_failure_not_a_result() {
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_activity_blocks_its_workflow_and_shutdown_still_finishes() {
+    let Some(env) = stack("a_panicking_activity_blocks_its_workflow_and_shutdown_still_finishes")
+    else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("panic");
+    let mut server = Server::start(env, &prefix, &[]).await;
+    let id = format!("{prefix}-chain");
+    let started = server
+        .start_workflow("noop_chain", &id, json!({"steps": 2, "panic_at": 1}))
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    // Retried a few times, then blocked with the panic's message — not stuck running.
+    assert_eq!(
+        server.wait_terminal(&id, Duration::from_secs(60)).await,
+        "blocked"
+    );
+    let described = server.api("describe", json!({"workflow_id": id})).await;
+    let reason = described["workflow"]["error"]["message"].to_string();
+    assert!(reason.contains("panics by request"), "{described}");
+    // The panics leaked no slot: other work runs, and SIGTERM ends the server promptly.
+    let other = format!("{prefix}-other");
+    server
+        .start_workflow("noop_chain", &other, json!({"steps": 2}))
+        .await;
+    assert_eq!(
+        server.wait_terminal(&other, Duration::from_secs(30)).await,
+        "completed"
+    );
+    let stopping = Instant::now();
+    let status = server.stop().await;
+    assert!(status.success(), "{status:?}");
+    assert!(
+        stopping.elapsed() < Duration::from_secs(30),
+        "shutdown took {:?}",
+        stopping.elapsed()
+    );
+}
