@@ -16,7 +16,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 
 /// The `Content-Type` of what [`Metrics::render`] produces: OpenMetrics text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -213,23 +213,40 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let listener = TcpListener::bind(addr).await?;
     tracing::info!(%addr, "serving metrics");
+    let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         tokio::select! {
             _ = shutdown.changed() => return Ok(()),
             accepted = listener.accept() => {
                 let Ok((mut socket, _)) = accepted else { continue };
+                // At most so many at once; a connection beyond them is closed at once.
+                let Ok(permit) = connections.clone().try_acquire_owned() else { continue };
                 let metrics = metrics.clone();
                 tokio::spawn(async move {
+                    // A client that says nothing is let go: an idle connection must not
+                    // hold a task for ever.
                     let mut request = [0u8; 1024];
-                    let read = socket.read(&mut request).await.unwrap_or(0);
-                    let head = String::from_utf8_lossy(&request[..read]);
-                    let response = respond(&metrics, &head);
-                    let _ = socket.write_all(response.as_bytes()).await;
+                    let read = tokio::time::timeout(REQUEST_WAIT, socket.read(&mut request)).await;
+                    if let Ok(Ok(read)) = read {
+                        let head = String::from_utf8_lossy(&request[..read]);
+                        let response = respond(&metrics, &head);
+                        let _ = tokio::time::timeout(
+                            REQUEST_WAIT,
+                            socket.write_all(response.as_bytes()),
+                        )
+                        .await;
+                    }
+                    drop(permit);
                 });
             }
         }
     }
 }
+
+/// How long a metrics client may take to send its request (and to take the reply).
+const REQUEST_WAIT: Duration = Duration::from_secs(5);
+/// Metrics connections served at once.
+const MAX_CONNECTIONS: usize = 32;
 
 /// The whole HTTP/1.1 response to a request starting with `head`.
 fn respond(metrics: &Metrics, head: &str) -> String {

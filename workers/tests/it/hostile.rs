@@ -453,3 +453,30 @@ async fn a_panicking_activity_blocks_its_workflow_and_shutdown_still_finishes() 
         stopping.elapsed()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_metrics_connection_is_let_go() {
+    use tokio::io::AsyncReadExt;
+    let Some(env) = stack("an_idle_metrics_connection_is_let_go") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("idle");
+    let metrics_addr = format!("127.0.0.1:{}", crate::support::free_port());
+    let _server = Server::start(env, &prefix, &["--metrics-addr", &metrics_addr]).await;
+    // Connections that never send a request: each would hold a task for ever.
+    let mut idle = Vec::new();
+    for _ in 0..8 {
+        idle.push(tokio::net::TcpStream::connect(&metrics_addr).await.unwrap());
+    }
+    for mut socket in idle {
+        let mut buffer = [0u8; 16];
+        let read = tokio::time::timeout(Duration::from_secs(15), socket.read(&mut buffer)).await;
+        assert!(
+            matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+            "an idle connection was kept open: {read:?}"
+        );
+    }
+    let metrics = crate::support::http_get(&metrics_addr, "/metrics").await;
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+}
