@@ -10,6 +10,7 @@
 //! - [`history`]: reading a history page by page, and verifying its hash chain;
 //! - [`index`], [`outbox`], [`timers`], [`ledger`]: the tables written alongside;
 //! - [`attempt_claims`]: at most one runner runs an activity attempt at a time;
+//! - [`retention`]: deleting what nobody needs any more (published, fired, expired);
 //! - [`published`]: how far each workflow's events are on the events stream;
 //! - [`registry`]: the cluster registry (name → infra id, create workflow, state);
 //! - [`checkpoints`]: signed heads of histories (audit);
@@ -29,6 +30,7 @@ pub mod outbox;
 pub mod published;
 pub mod record;
 pub mod registry;
+pub mod retention;
 mod store;
 pub mod timers;
 
@@ -43,5 +45,6 @@ pub use listen::Listener;
 pub use outbox::{ClaimedMessage, OutboxMessage, OutboxRow, OUTBOX_CHANNEL};
 pub use published::{PublishedRange, PublishedRuns, UnpublishedEvents};
 pub use record::{entry_bytes, entry_json, NewEvent, StoredEvent};
+pub use retention::Purged;
 pub use store::EventStore;
 pub use timers::{ClaimedTimer, NewTimer, TimerKind, TIMERS_CHANNEL};

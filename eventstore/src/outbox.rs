@@ -179,17 +179,4 @@ impl EventStore {
         claimed.sort_by_key(|message| message.id);
         Ok(claimed)
     }
-
-    /// Deletes published messages older than `age`; returns how many.
-    pub async fn purge_published_outbox(&self, age: Duration) -> Result<u64> {
-        let done = sqlx::query(
-            "DELETE FROM outbox
-              WHERE published_at IS NOT NULL
-                AND published_at < now() - make_interval(secs => $1)",
-        )
-        .bind(age.as_secs_f64())
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected())
-    }
 }

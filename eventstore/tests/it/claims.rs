@@ -287,3 +287,91 @@ async fn a_row_claimed_at_append_is_offered_once_its_lease_runs_out() {
         .await
         .unwrap());
 }
+
+#[tokio::test]
+async fn published_rows_fired_timers_and_expired_claims_are_purged_and_nothing_else() {
+    let Some((stack, store)) =
+        store("published_rows_fired_timers_and_expired_claims_are_purged_and_nothing_else").await
+    else {
+        return;
+    };
+    // Purging deletes other tests' published rows too: not while they count theirs.
+    let _turn = OUTBOX_CLAIMS.lock().await;
+    let id = unique_id("purge");
+    let messages: Vec<OutboxMessage> = (1..=2)
+        .map(|n| OutboxMessage {
+            subject: format!("hcpflow.test.purge.{id}"),
+            msg_id: format!("purge-{id}-{n}"),
+            payload: b"{}".to_vec(),
+        })
+        .collect();
+    let timers = vec![
+        NewTimer {
+            seq: Seq::FIRST,
+            kind: TimerKind::Timer,
+            due_at: Utc::now(),
+        },
+        NewTimer {
+            seq: Seq::FIRST,
+            kind: TimerKind::Retry,
+            due_at: Utc::now() + chrono::Duration::hours(1),
+        },
+    ];
+    let appended = store
+        .create_workflow(
+            &new_workflow("test"),
+            AppendBatch::new(id.clone(), Seq::FIRST, vec![event(1)])
+                .with_outbox(messages)
+                .with_timers(timers),
+        )
+        .await
+        .unwrap();
+    let published = appended.outbox[0].id;
+    store.mark_published_unclaimed(&[published]).await.unwrap();
+    let admin = crate::support::pool(&stack.admin_url).await;
+    sqlx::query("UPDATE timers SET fired_at = now() WHERE workflow_id = $1 AND kind = 'timer'")
+        .bind(id.as_str())
+        .execute(&admin)
+        .await
+        .unwrap();
+    let claim = |runner: &str| hcpflow_eventstore::AttemptClaim {
+        workflow_id: id.clone(),
+        scheduled_seq: Seq::FIRST,
+        attempt: 1,
+        runner: runner.into(),
+    };
+    store
+        .claim_attempt(&claim("gone"), Duration::ZERO)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    // The database is shared with every other test: purge until nothing is left to.
+    let mut total = hcpflow_eventstore::Purged::default();
+    for _ in 0..1000 {
+        let purged = store.purge_done(Duration::ZERO).await.unwrap();
+        if purged.total() == 0 {
+            break;
+        }
+        total.outbox += purged.outbox;
+        total.timers += purged.timers;
+        total.attempt_claims += purged.attempt_claims;
+    }
+    assert!(
+        total.outbox >= 1 && total.timers >= 1 && total.attempt_claims >= 1,
+        "{total:?}"
+    );
+    let left: (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM outbox WHERE workflow_id = $1),
+                (SELECT count(*) FROM timers WHERE workflow_id = $1),
+                (SELECT count(*) FROM attempt_claims WHERE workflow_id = $1)",
+    )
+    .bind(id.as_str())
+    .fetch_one(&admin)
+    .await
+    .unwrap();
+    assert_eq!(
+        left,
+        (1, 1, 0),
+        "the unpublished row and the unfired timer stay"
+    );
+}

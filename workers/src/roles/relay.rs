@@ -24,6 +24,10 @@ const GRACE: Duration = Duration::from_secs(2);
 const FALLBACK_POLL: Duration = Duration::from_secs(10);
 const LEASE: Duration = Duration::from_secs(30);
 const BATCH: u32 = 500;
+/// How long published outbox rows, fired timers and expired attempt claims are kept
+/// (for a look at what just happened), and how often the relay deletes older ones.
+const RETENTION: Duration = Duration::from_secs(60 * 60);
+const PURGE_EVERY: Duration = Duration::from_secs(60);
 
 #[derive(Debug)]
 pub struct Relay {
@@ -39,7 +43,12 @@ impl Relay {
 
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
         let mut listener = self.journal.store.listen(&[OUTBOX_CHANNEL]).await?;
+        let mut purged_at = tokio::time::Instant::now();
         loop {
+            if purged_at.elapsed() >= PURGE_EVERY {
+                purged_at = tokio::time::Instant::now();
+                self.purge().await;
+            }
             let rows = self.relay_leftovers().await;
             let events = self.relay_unpublished_events().await;
             match (rows, events) {
@@ -63,6 +72,15 @@ impl Relay {
                     _ = tokio::time::sleep(GRACE) => {}
                 }
             }
+        }
+    }
+
+    /// Deletes what is done and older than the retention.
+    async fn purge(&self) {
+        match self.journal.store.purge_done(RETENTION).await {
+            Ok(purged) if purged.total() > 0 => tracing::debug!(?purged, "purged done rows"),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "purging done rows failed; trying again later"),
         }
     }
 
