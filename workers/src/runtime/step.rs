@@ -16,7 +16,7 @@ use hcpflow_eventstore::{
 use crate::runtime::decide::{Decider, Step};
 use crate::runtime::eager::Reserved;
 use crate::runtime::history_cache::CachedHistory;
-use crate::runtime::journal::{Journal, Write};
+use crate::runtime::journal::{to_datetime, Journal, Write};
 
 /// What a step did.
 #[derive(Debug, Default)]
@@ -113,6 +113,11 @@ impl Journal {
         let Some(write) = inputs(summary, &history) else {
             return (None, Decision::nothing_to_do());
         };
+        // A history's times never go backwards, whatever the clock of the process that
+        // appended last (times are whole milliseconds, as the engine's are).
+        let now = history
+            .last()
+            .map_or(now, |last| now.max(to_datetime(last.recorded_at)));
         let step = Step {
             id,
             status: summary.status,

@@ -480,3 +480,62 @@ async fn an_idle_metrics_connection_is_let_go() {
     let metrics = crate::support::http_get(&metrics_addr, "/metrics").await;
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_history_never_goes_back_in_time() {
+    let Some(env) = stack("a_history_never_goes_back_in_time") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("clock");
+    let server = Server::start(env, &prefix, &[]).await;
+    // Started by a process whose clock runs an hour ahead.
+    let id = format!("{prefix}-ahead");
+    let started = Event::from(WorkflowStarted {
+        workflow_type: "noop_chain".into(),
+        input: json!({"steps": 0}),
+        concurrency_key: None,
+        parent: None,
+    });
+    let (kind, data) = started.to_record();
+    let mut batch = AppendBatch::new(
+        WorkflowId::new(&id).unwrap(),
+        Seq::FIRST,
+        vec![NewEvent::new(kind, data)],
+    )
+    .with_status(WorkflowStatus::Running);
+    // Whole milliseconds, as every append writes them.
+    let ahead =
+        chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 3) + chrono::Duration::hours(1);
+    batch.recorded_at = Some(ahead);
+    server
+        .store
+        .create_workflow(
+            &NewWorkflow {
+                workflow_type: "noop_chain".into(),
+                status: WorkflowStatus::Running,
+                concurrency_key: None,
+                parent_id: None,
+                input_digest: None,
+                events_subject: None,
+            },
+            batch,
+        )
+        .await
+        .unwrap();
+    wake(&server, &id).await;
+    assert_eq!(
+        server.wait_terminal(&id, Duration::from_secs(30)).await,
+        "completed"
+    );
+    let times: Vec<String> = history(&server, &id)
+        .await
+        .iter()
+        .map(|e| e["recorded_at"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(times.len() >= 2, "{times:?}");
+    assert!(
+        times.windows(2).all(|pair| pair[0] <= pair[1]),
+        "recorded_at went backwards: {times:?}"
+    );
+}
