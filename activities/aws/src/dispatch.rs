@@ -79,7 +79,7 @@ activities! {
     Delete<HostedZone> => |aws, scope, r| route53::zone::delete_zone(&aws.clients, scope, &r.0);
     Cname => |aws, scope, r| route53::records::upsert_cname(&aws.clients, scope, &r);
     Delete<Cname> => |aws, scope, r| route53::records::delete_cname(&aws.clients, scope, &r.0);
-    GenerateSigningKey => |this, scope, _r| std::future::ready(this.generate_signing_key(scope));
+    GenerateSigningKey => |this, scope, _r| this.generate_signing_key(scope);
     PublishOidcDocuments => |aws, scope, r| oidc::documents::publish_oidc_documents(&aws.clients, scope, &r);
     Delete<OidcDocuments> => |aws, scope, r| oidc::documents::delete_oidc_documents(&aws.clients, scope, &r.0);
     CreateOidcProvider => |aws, scope, r| iam::oidc_provider::create_oidc_provider(&aws.clients, scope, &r);
@@ -107,14 +107,21 @@ activities! {
 }
 
 impl AwsActivities {
-    fn generate_signing_key(&self, scope: &Scope<'_>) -> Result<SigningKey, ActivityFailure> {
-        let keyring = self.keyring.as_deref().ok_or_else(|| {
+    /// RSA key generation takes tens to hundreds of milliseconds of CPU: it runs on a
+    /// blocking thread, not on the async workers every other task shares.
+    async fn generate_signing_key(&self, scope: &Scope<'_>) -> Result<SigningKey, ActivityFailure> {
+        let keyring = self.keyring.clone().ok_or_else(|| {
             ActivityFailure::permanent(
                 "NoSealKey",
                 "generating the service-account signing key needs a seal key: set HCPFLOW_SEAL_KEY",
             )
         })?;
-        oidc::signing_key::generate_signing_key(keyring, scope.workflow_id)
+        let workflow_id = scope.workflow_id.clone();
+        tokio::task::spawn_blocking(move || {
+            oidc::signing_key::generate_signing_key(&keyring, &workflow_id)
+        })
+        .await
+        .map_err(|e| ActivityFailure::retryable("KeyGeneration", e.to_string()))?
     }
 }
 

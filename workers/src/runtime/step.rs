@@ -129,7 +129,15 @@ impl Journal {
             registry: self.catalog.as_ref().map(|catalog| catalog.registry()),
             outgoing: &self.outgoing,
         };
-        let decided = decider.decide(step, write, Box::new(OsEntropy));
+        let long = step.history.len() >= LONG_HISTORY;
+        let decide = || decider.decide(step, write, Box::new(OsEntropy));
+        let decided = if long && on_multi_thread_runtime() {
+            // Replaying a long history is milliseconds of CPU: let the runtime move the
+            // other tasks of this worker thread elsewhere meanwhile.
+            tokio::task::block_in_place(decide)
+        } else {
+            decide()
+        };
         let decision = Decision {
             seen: decided.history_after.map(|history| CachedHistory {
                 summary: summary.clone(),
@@ -216,4 +224,14 @@ impl Journal {
 
 fn decode(stored: &[StoredEvent]) -> Result<Vec<HistoryEvent>, StoreError> {
     stored.iter().map(StoredEvent::to_history_event).collect()
+}
+
+/// From how many events a replay runs as blocking work.
+const LONG_HISTORY: usize = 500;
+
+/// `block_in_place` needs the multi-threaded runtime (the server's); tests may run on
+/// the current-thread one.
+fn on_multi_thread_runtime() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|handle| handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
