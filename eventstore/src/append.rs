@@ -496,7 +496,12 @@ pub(crate) async fn write_batch(
                 (SELECT count(*) FROM up),
                 (SELECT concurrency_key FROM up),
                 (SELECT events_published_seq FROM up),
-                (SELECT pg_notify('hcpflow_outbox', $1))::text,
+                -- The relay is woken only for rows it may have to publish: not for an
+                -- append without messages, nor for rows the appender claimed to run
+                -- itself (a NOTIFY serialises every commit on one lock). A crash's
+                -- leftovers are found by its fallback poll.
+                (SELECT pg_notify('hcpflow_outbox', $1)
+                  WHERE cardinality($8::text[]) > cardinality($24::bigint[]))::text,
                 (SELECT pg_notify('hcpflow_timers', '') WHERE cardinality($12::bigint[]) > 0)::text,
                 -- An outcome whose runner lost its claim fails the whole statement.
                 CASE WHEN $29::text IS NULL OR EXISTS (SELECT 1 FROM cl) THEN 1

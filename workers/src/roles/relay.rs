@@ -3,9 +3,11 @@
 //!
 //! Appending processes publish their own rows and events right after the commit; the
 //! relay only takes rows still unpublished, and events above their workflow's
-//! watermark, after a grace period. It is woken by LISTEN/NOTIFY
-//! (debounced to one scan per grace period) with a slow fallback poll, so it never
-//! polls Postgres on the hot path. `Nats-Msg-Id` makes a second publish of a row a
+//! watermark, after a grace period. It is woken by LISTEN/NOTIFY when an append writes
+//! rows it may have to publish (not for appends without messages, nor for rows their
+//! appender claimed to run itself), debounced to one scan per grace period, with a slow
+//! fallback poll that finds what a crash left, so it never polls Postgres on the hot
+//! path. `Nats-Msg-Id` makes a second publish of a row a
 //! duplicate JetStream drops.
 
 use std::sync::Arc;
