@@ -17,17 +17,21 @@ use hcpflow_kube::KubeActivities;
 
 use activities::ActivityRegistry;
 
-/// The workflow types and activities this binary serves; the AWS and Kubernetes
-/// activities when their clients are given.
+/// The workflow types and activities this binary serves: the HyperShift ones, the
+/// built-in `noop_*` ones when `builtin` (tests and benchmarks), and the AWS and
+/// Kubernetes activities when their clients are given.
 pub fn build(
     aws: Option<Arc<AwsActivities>>,
     kube: Option<Arc<KubeActivities>>,
+    builtin: bool,
 ) -> anyhow::Result<(Catalog, ActivityRegistry)> {
     let mut catalog = Catalog::new();
-    builtin::register_workflows(&mut catalog)?;
     hcpflow_hypershift::catalog::register_workflows(&mut catalog)?;
     let mut activities = ActivityRegistry::new();
-    builtin::register_activities(&mut activities);
+    if builtin {
+        builtin::register_workflows(&mut catalog)?;
+        builtin::register_activities(&mut activities);
+    }
     if let Some(aws) = aws {
         aws::register(&mut activities, aws);
     }

@@ -219,7 +219,9 @@ fn replay_with_this_build(
     id: &WorkflowId,
     history: &[HistoryEvent],
 ) -> anyhow::Result<ReplayReport> {
-    let (catalog, _) = crate::catalog::build(None, None)?;
+    // Every type this build knows, the built-in ones included: any history may be
+    // audited, wherever it ran.
+    let (catalog, _) = crate::catalog::build(None, None, true)?;
     Ok(replay(catalog.registry(), id, history))
 }
 

@@ -33,6 +33,9 @@ pub struct Config {
     pub activity_concurrency: usize,
     /// Activity task queues this process serves.
     pub task_queues: Vec<String>,
+    /// Whether the built-in `noop_*` workflows run here (tests and benchmarks): off by
+    /// default, so a production server runs only the workflows it is for.
+    pub builtin_workflows: bool,
     /// AWS region and endpoint override; credentials come from the standard AWS chain
     /// (environment, profile, instance role).
     pub aws: hcpflow_aws::AwsSettings,
@@ -61,6 +64,7 @@ pub struct ConfigFile {
     pub workflow_concurrency: Option<usize>,
     pub activity_concurrency: Option<usize>,
     pub task_queues: Option<Vec<String>>,
+    pub builtin_workflows: Option<bool>,
     pub aws_region: Option<String>,
     pub aws_endpoint: Option<String>,
     pub kube_url: Option<String>,
@@ -107,6 +111,14 @@ pub struct ConfigArgs {
     /// Activity task queues to serve, comma-separated.
     #[arg(long, env = "HCPFLOW_TASK_QUEUES", value_delimiter = ',')]
     pub task_queues: Option<Vec<String>>,
+    /// Run the built-in noop_* workflows (tests and benchmarks); off by default.
+    #[arg(
+        long,
+        env = "HCPFLOW_BUILTIN_WORKFLOWS",
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
+    pub builtin_workflows: Option<bool>,
     /// The AWS region of the hosted clusters' resources.
     #[arg(long, env = "AWS_REGION")]
     pub aws_region: Option<String>,
@@ -229,6 +241,7 @@ impl Config {
             "workflow_concurrency": self.workflow_concurrency,
             "activity_concurrency": self.activity_concurrency,
             "task_queues": self.task_queues,
+            "builtin_workflows": self.builtin_workflows,
             "aws_region": self.aws.region,
             "aws_endpoint": self.aws.endpoint,
             "kube_url": self.kube.url,
@@ -350,6 +363,10 @@ impl ConfigArgs {
                 .unwrap_or(64)
                 .max(1),
             task_queues,
+            builtin_workflows: self
+                .builtin_workflows
+                .or(file.builtin_workflows)
+                .unwrap_or(false),
             aws: hcpflow_aws::AwsSettings {
                 region: self
                     .aws_region

@@ -220,7 +220,7 @@ impl Process {
         } else {
             (None, None)
         };
-        let (catalog, mut activities) = catalog::build(aws, kube)?;
+        let (catalog, mut activities) = catalog::build(aws, kube, config.builtin_workflows)?;
         registry_activities::register_all(&mut activities, Arc::new(store.clone()));
         let catalog = catalog.shared();
         // Steps run workflow code in-line only where this process has the workflow role.

@@ -32,7 +32,7 @@ async fn aws_activities_run_by_type_name_with_the_attempts_key_and_ledger() {
         clients: AwsClients::connect(&settings(endpoint)).await,
         keyring: None,
     });
-    let (_, registry) = hcpflow_workers::catalog::build(Some(aws), None).unwrap();
+    let (_, registry) = hcpflow_workers::catalog::build(Some(aws), None, true).unwrap();
     let workflow_id = WorkflowId::new(unique("awsreg")).unwrap();
     let infra_id = unique("reg").to_lowercase();
     let attempt = |seq: u64, activity_input: serde_json::Value, ledger: &Ledger| ActivityInput {

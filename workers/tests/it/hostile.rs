@@ -539,3 +539,25 @@ async fn a_history_never_goes_back_in_time() {
         "recorded_at went backwards: {times:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_builtin_workflows_run_only_when_asked_for() {
+    let Some(env) = stack("the_builtin_workflows_run_only_when_asked_for") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("nobuiltin");
+    let server = Server::start(env, &prefix, &["--builtin-workflows=false"]).await;
+    let refused = server
+        .start_workflow("noop_chain", &format!("{prefix}-x"), json!({"steps": 1}))
+        .await;
+    assert_eq!(
+        refused["error"]["code"], "unknown_workflow_type",
+        "{refused}"
+    );
+    let message = refused["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("create_hosted_cluster") && !message.contains("noop_fanout"),
+        "{refused}"
+    );
+}

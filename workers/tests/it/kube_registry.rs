@@ -30,7 +30,7 @@ async fn kube_activities_run_by_type_name_against_the_emulator() {
     };
     let client = settings.connect().await.unwrap();
     let kube = Arc::new(KubeActivities::new(client.clone(), None));
-    let (_, registry) = hcpflow_workers::catalog::build(None, Some(kube)).unwrap();
+    let (_, registry) = hcpflow_workers::catalog::build(None, Some(kube), true).unwrap();
     let workflow_id = WorkflowId::new(unique("kubereg")).unwrap();
     let attempt = |seq: u64, input: serde_json::Value, ledger: &Ledger| ActivityInput {
         workflow_id: workflow_id.clone(),

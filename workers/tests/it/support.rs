@@ -151,6 +151,9 @@ impl Server {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HCPFLOW_LOG", "warn")
+            // The tests run the built-in noop_* workflows (a test may turn them off
+            // with `--builtin-workflows=false`).
+            .env("HCPFLOW_BUILTIN_WORKFLOWS", "true")
             .envs(self.env.iter().cloned())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
