@@ -9,6 +9,8 @@
 //! nothing.
 
 pub mod fields;
+#[cfg(test)]
+mod fuzz;
 pub mod intake;
 pub mod router;
 pub mod submit;
