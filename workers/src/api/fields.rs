@@ -198,6 +198,10 @@ impl Fields {
 
     fn required_string(&self, name: &str, problems: &mut Vec<String>) -> Option<String> {
         match self.0.get(name) {
+            Some(Value::String(text)) if text.contains('\0') => {
+                problems.push(format!("{name}: must not contain a NUL character"));
+                None
+            }
             Some(Value::String(text)) if !text.is_empty() => Some(text.clone()),
             Some(Value::String(_)) => {
                 problems.push(format!("{name}: must not be empty"));
@@ -217,6 +221,11 @@ impl Fields {
     fn optional_string(&self, name: &str, problems: &mut Vec<String>) -> Option<String> {
         match self.0.get(name) {
             None | Some(Value::Null) => None,
+            // Postgres text cannot hold it: refused here, not failed there.
+            Some(Value::String(text)) if text.contains('\0') => {
+                problems.push(format!("{name}: must not contain a NUL character"));
+                None
+            }
             Some(Value::String(text)) => Some(text.clone()),
             Some(other) => {
                 problems.push(format!("{name}: must be a string, not {}", kind(other)));
