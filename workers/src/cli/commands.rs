@@ -119,7 +119,7 @@ impl Cli {
                     crate::cli::migrate::streams(
                         &settings.nats,
                         &settings.prefix,
-                        settings.max_body_bytes,
+                        settings.stream_limits,
                     )
                     .await
                     .context("creating the NATS streams")?;

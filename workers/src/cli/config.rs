@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use serde::Deserialize;
 
+use crate::runtime::nats::{StreamLimits, DEFAULT_STREAM_MAX_BYTES};
 use hcpflow_protocol::{NatsConfig, Secret};
 
 /// The resolved configuration of a server or worker process.
@@ -33,6 +34,10 @@ pub struct Config {
     pub activity_concurrency: usize,
     /// Activity task queues this process serves.
     pub task_queues: Vec<String>,
+    /// Copies of each NATS stream, and how many bytes each may hold (applied where this
+    /// process migrates).
+    pub stream_replicas: usize,
+    pub stream_max_bytes: i64,
     /// Whether the built-in `noop_*` workflows run here (tests and benchmarks): off by
     /// default, so a production server runs only the workflows it is for.
     pub builtin_workflows: bool,
@@ -65,6 +70,8 @@ pub struct ConfigFile {
     pub activity_concurrency: Option<usize>,
     pub task_queues: Option<Vec<String>>,
     pub builtin_workflows: Option<bool>,
+    pub stream_replicas: Option<usize>,
+    pub stream_max_bytes: Option<i64>,
     pub aws_region: Option<String>,
     pub aws_endpoint: Option<String>,
     pub kube_url: Option<String>,
@@ -119,6 +126,12 @@ pub struct ConfigArgs {
         default_missing_value = "true"
     )]
     pub builtin_workflows: Option<bool>,
+    /// Copies of each NATS stream (3 on a NATS cluster); applied by `migrate`.
+    #[arg(long, env = "HCPFLOW_STREAM_REPLICAS")]
+    pub stream_replicas: Option<usize>,
+    /// Bytes each NATS stream may hold; applied by `migrate`.
+    #[arg(long, env = "HCPFLOW_STREAM_MAX_BYTES")]
+    pub stream_max_bytes: Option<i64>,
     /// The AWS region of the hosted clusters' resources.
     #[arg(long, env = "AWS_REGION")]
     pub aws_region: Option<String>,
@@ -221,6 +234,15 @@ impl ClientArgs {
 }
 
 impl Config {
+    /// The limits a process that migrates gives the streams.
+    pub fn stream_limits(&self) -> StreamLimits {
+        StreamLimits {
+            replicas: self.stream_replicas,
+            max_bytes: self.stream_max_bytes,
+            max_message_size: i32::try_from(self.max_body_bytes * 2).unwrap_or(i32::MAX),
+        }
+    }
+
     /// The settings as `hcpflow config` prints them: secrets only as `"[set]"`.
     pub fn describe(&self) -> serde_json::Value {
         let secret = |value: &Option<Secret>| value.as_ref().map(|_| "[set]");
@@ -242,6 +264,8 @@ impl Config {
             "activity_concurrency": self.activity_concurrency,
             "task_queues": self.task_queues,
             "builtin_workflows": self.builtin_workflows,
+            "stream_replicas": self.stream_replicas,
+            "stream_max_bytes": self.stream_max_bytes,
             "aws_region": self.aws.region,
             "aws_endpoint": self.aws.endpoint,
             "kube_url": self.kube.url,
@@ -258,7 +282,7 @@ pub struct MigrateSettings {
     pub app_url: Option<Secret>,
     pub nats: NatsConfig,
     pub prefix: String,
-    pub max_body_bytes: usize,
+    pub stream_limits: StreamLimits,
 }
 
 pub const DEFAULT_PREFIX: &str = "hcpflow";
@@ -299,16 +323,35 @@ impl ConfigArgs {
                 .or(file.database_url.clone()),
             nats: self.client.nats_layered(&file)?,
             prefix: self.client.prefix_layered(&file),
-            max_body_bytes: self
-                .max_body_bytes
-                .or(file.max_body_bytes)
-                .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+            stream_limits: self.stream_limits_layered(&file),
         })
+    }
+
+    /// The streams' limits: replicas, bytes, and the submit stream's largest message
+    /// (twice the largest body).
+    fn stream_limits_layered(&self, file: &ConfigFile) -> StreamLimits {
+        let max_body_bytes = self
+            .max_body_bytes
+            .or(file.max_body_bytes)
+            .unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        StreamLimits {
+            replicas: self
+                .stream_replicas
+                .or(file.stream_replicas)
+                .unwrap_or(1)
+                .max(1),
+            max_bytes: self
+                .stream_max_bytes
+                .or(file.stream_max_bytes)
+                .unwrap_or(DEFAULT_STREAM_MAX_BYTES),
+            max_message_size: i32::try_from(max_body_bytes * 2).unwrap_or(i32::MAX),
+        }
     }
 
     /// Defaults ← file ← environment ← flags (clap already put env under flags).
     pub fn resolve(&self) -> anyhow::Result<Config> {
         let file = self.client.file()?;
+        let limits = self.stream_limits_layered(&file);
         let nats = self.client.nats_layered(&file)?;
         let prefix = self.client.prefix_layered(&file);
         let Some(database_url) = self
@@ -367,6 +410,8 @@ impl ConfigArgs {
                 .builtin_workflows
                 .or(file.builtin_workflows)
                 .unwrap_or(false),
+            stream_replicas: limits.replicas,
+            stream_max_bytes: limits.max_bytes,
             aws: hcpflow_aws::AwsSettings {
                 region: self
                     .aws_region
@@ -442,7 +487,7 @@ mod tests {
             settings.app_url.map(|u| u.expose().to_owned()).as_deref(),
             Some("postgres://app")
         );
-        assert_eq!(settings.max_body_bytes, 7);
+        assert_eq!(settings.stream_limits.max_message_size, 14);
         args.database_url = Some("postgres://flag".into());
         assert_eq!(
             args.database_url().unwrap().unwrap().expose(),

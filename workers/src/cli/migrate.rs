@@ -23,19 +23,14 @@ pub async fn database(
     Ok(role)
 }
 
-/// Creates the streams if missing.
+/// Creates the streams if missing, and brings their limits to `limits`.
 pub async fn streams(
     config: &NatsConfig,
     prefix: &str,
-    max_body_bytes: usize,
+    limits: nats::StreamLimits,
 ) -> anyhow::Result<()> {
     let subjects = Subjects::new(prefix)?;
     let client = hcpflow_protocol::connect(config, "hcpflow-migrate").await?;
     let js = async_nats::jetstream::new(client);
-    nats::ensure_streams(
-        &js,
-        &subjects,
-        i32::try_from(max_body_bytes * 2).unwrap_or(i32::MAX),
-    )
-    .await
+    nats::ensure_streams(&js, &subjects, limits).await
 }

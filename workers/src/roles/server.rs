@@ -189,12 +189,13 @@ impl Process {
             .context("connecting to Postgres")?;
         let client = hcpflow_protocol::connect(&config.nats, "hcpflow").await?;
         let js = jetstream::new(client.clone());
-        nats::ensure_streams(
-            &js,
-            &subjects,
-            i32::try_from(config.max_body_bytes * 2).unwrap_or(i32::MAX),
-        )
-        .await?;
+        // Migrating (given the owner's URL) includes the streams; otherwise they must
+        // be there: a runtime process creates none.
+        if config.database_admin_url.is_some() {
+            nats::ensure_streams(&js, &subjects, config.stream_limits()).await?;
+        } else {
+            nats::verify_streams(&js, &subjects).await?;
+        }
         let keyring = match &config.seal_key {
             Some(key) => Some(Arc::new(
                 Keyring::parse(key.expose()).context("HCPFLOW_SEAL_KEY")?,

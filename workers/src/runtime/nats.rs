@@ -14,66 +14,128 @@ pub const ACK_WAIT: Duration = Duration::from_secs(30);
 /// How long a `Nats-Msg-Id` is remembered on the task stream.
 pub const TASK_DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
 
-/// Creates the streams of DESIGN.md §4 if missing; returns nothing but errors.
+/// How big the streams may grow and how many copies each keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLimits {
+    /// Copies of each stream (1 on a single NATS server; 3 on a cluster).
+    pub replicas: usize,
+    /// Bytes each stream may hold (-1: no bound). A full work queue or witness refuses new messages
+    /// (the publisher sees it and retries); a full events or dead-letter stream drops
+    /// its oldest.
+    pub max_bytes: i64,
+    /// The largest message the submit stream takes.
+    pub max_message_size: i32,
+}
+
+/// Unbounded unless configured (`--stream-max-bytes`): NATS reserves a stream's
+/// `max_bytes` against its store when the stream is made, so a bound must be chosen for
+/// the deployment's NATS (the dev stack's 4 GB store holds hundreds of test prefixes).
+pub const DEFAULT_STREAM_MAX_BYTES: i64 = -1;
+
+/// Creates the streams of DESIGN.md §4, or brings an existing one's limits up to
+/// `limits` (what `hcpflow migrate` does, and a server that migrates at start);
+/// returns nothing but errors.
 ///
 /// Work-queue streams reject overlapping consumer filters, so every consumer filters
 /// one subject of its own.
 pub async fn ensure_streams(
     js: &jetstream::Context,
     subjects: &Subjects,
-    max_payload: i32,
+    limits: StreamLimits,
 ) -> anyhow::Result<()> {
     for role in StreamRole::ALL {
-        let name = subjects.stream(role);
-        let config = match role {
-            StreamRole::Submit => stream::Config {
-                name: name.clone(),
-                subjects: vec![subjects.submit_all()],
-                retention: stream::RetentionPolicy::WorkQueue,
-                max_message_size: max_payload,
-                duplicate_window: Duration::from_secs(120),
-                ..Default::default()
-            },
-            StreamRole::Tasks => stream::Config {
-                name: name.clone(),
-                subjects: vec![subjects.tasks_all()],
-                retention: stream::RetentionPolicy::WorkQueue,
-                duplicate_window: TASK_DUPLICATE_WINDOW,
-                ..Default::default()
-            },
-            StreamRole::Events => stream::Config {
-                name: name.clone(),
-                subjects: vec![subjects.events_all()],
-                retention: stream::RetentionPolicy::Limits,
-                max_age: Duration::from_secs(7 * 24 * 3600),
-                duplicate_window: Duration::from_secs(120),
-                ..Default::default()
-            },
-            StreamRole::DeadLetter => stream::Config {
-                name: name.clone(),
-                subjects: vec![subjects.dead_letter_all()],
-                retention: stream::RetentionPolicy::Limits,
-                max_age: Duration::from_secs(30 * 24 * 3600),
-                ..Default::default()
-            },
-            // The independent witness of the checkpoints: kept forever, and neither a
-            // message nor the stream's contents can be deleted through NATS.
-            StreamRole::Audit => stream::Config {
-                name: name.clone(),
-                subjects: vec![subjects.audit_all()],
-                retention: stream::RetentionPolicy::Limits,
-                deny_delete: true,
-                deny_purge: true,
-                allow_direct: true,
-                duplicate_window: Duration::from_secs(120),
-                ..Default::default()
-            },
-        };
-        js.get_or_create_stream(config)
-            .await
-            .with_context(|| format!("creating stream {name}"))?;
+        let config = stream_config(subjects, role, limits);
+        let name = config.name.clone();
+        match js.get_stream(&name).await {
+            Ok(mut stream) => {
+                let current = stream.info().await?.config.clone();
+                if (
+                    current.max_bytes,
+                    current.num_replicas,
+                    current.max_message_size,
+                ) != (
+                    config.max_bytes,
+                    config.num_replicas,
+                    config.max_message_size,
+                ) {
+                    js.update_stream(config)
+                        .await
+                        .with_context(|| format!("updating the limits of stream {name}"))?;
+                }
+            }
+            Err(_) => {
+                js.create_stream(config)
+                    .await
+                    .with_context(|| format!("creating stream {name}"))?;
+            }
+        }
     }
     Ok(())
+}
+
+/// Checks that every stream exists — for a process that does not migrate: it creates
+/// none (the witness stream in particular is `hcpflow migrate`'s to make).
+pub async fn verify_streams(js: &jetstream::Context, subjects: &Subjects) -> anyhow::Result<()> {
+    for role in StreamRole::ALL {
+        let name = subjects.stream(role);
+        js.get_stream(&name).await.with_context(|| {
+            format!("stream {name} does not exist: run `hcpflow migrate` (or start a server with the owner's database URL) first")
+        })?;
+    }
+    Ok(())
+}
+
+fn stream_config(subjects: &Subjects, role: StreamRole, limits: StreamLimits) -> stream::Config {
+    let name = subjects.stream(role);
+    let base = stream::Config {
+        name,
+        max_bytes: limits.max_bytes,
+        num_replicas: limits.replicas.max(1),
+        ..Default::default()
+    };
+    match role {
+        StreamRole::Submit => stream::Config {
+            subjects: vec![subjects.submit_all()],
+            retention: stream::RetentionPolicy::WorkQueue,
+            discard: stream::DiscardPolicy::New,
+            max_message_size: limits.max_message_size,
+            duplicate_window: Duration::from_secs(120),
+            ..base
+        },
+        StreamRole::Tasks => stream::Config {
+            subjects: vec![subjects.tasks_all()],
+            retention: stream::RetentionPolicy::WorkQueue,
+            discard: stream::DiscardPolicy::New,
+            duplicate_window: TASK_DUPLICATE_WINDOW,
+            ..base
+        },
+        StreamRole::Events => stream::Config {
+            subjects: vec![subjects.events_all()],
+            retention: stream::RetentionPolicy::Limits,
+            max_age: Duration::from_secs(7 * 24 * 3600),
+            duplicate_window: Duration::from_secs(120),
+            ..base
+        },
+        StreamRole::DeadLetter => stream::Config {
+            subjects: vec![subjects.dead_letter_all()],
+            retention: stream::RetentionPolicy::Limits,
+            max_age: Duration::from_secs(30 * 24 * 3600),
+            ..base
+        },
+        // The independent witness of the checkpoints: kept forever (full, it refuses
+        // new checkpoints rather than drop old ones), and neither a message nor the
+        // stream's contents can be deleted through NATS.
+        StreamRole::Audit => stream::Config {
+            subjects: vec![subjects.audit_all()],
+            retention: stream::RetentionPolicy::Limits,
+            discard: stream::DiscardPolicy::New,
+            deny_delete: true,
+            deny_purge: true,
+            allow_direct: true,
+            duplicate_window: Duration::from_secs(120),
+            ..base
+        },
+    }
 }
 
 /// A durable pull consumer on one subject of a stream, created if missing.

@@ -772,3 +772,64 @@ async fn ten_thousand_hostile_messages_get_documented_answers_and_record_nothing
         "completed"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_bounds_every_stream() {
+    let Some(env) = stack("migrate_bounds_every_stream") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("bounds");
+    // The server migrates at start (it has the owner's URL): the streams are made.
+    let server = Server::start(env, &prefix, &[]).await;
+    let subjects = Subjects::new(&server.prefix).unwrap();
+    let js = async_nats::jetstream::new(server.client.clone());
+    let limits = |js: async_nats::jetstream::Context, name: String| async move {
+        let mut stream = js.get_stream(&name).await.unwrap();
+        let config = stream.info().await.unwrap().config.clone();
+        (config.max_bytes, config.num_replicas, config.discard)
+    };
+    use async_nats::jetstream::stream::DiscardPolicy;
+    for role in hcpflow_protocol::StreamRole::ALL {
+        let (_, replicas, _) = limits(js.clone(), subjects.stream(role)).await;
+        assert_eq!(replicas, 1, "{role:?}");
+    }
+    // Full, the witness refuses new checkpoints rather than drop old ones.
+    let (_, _, discard) = limits(
+        js.clone(),
+        subjects.stream(hcpflow_protocol::StreamRole::Audit),
+    )
+    .await;
+    assert_eq!(discard, DiscardPolicy::New);
+    // `migrate` brings the limits to what it is told.
+    let mut env: Vec<(String, String)> = server.env.clone();
+    env.retain(|(k, _)| k.starts_with("HCPFLOW_"));
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_hcpflow"))
+        .args([
+            "migrate",
+            "--prefix",
+            &server.prefix,
+            "--stream-max-bytes",
+            "10000000",
+        ])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for role in hcpflow_protocol::StreamRole::ALL {
+        let (max_bytes, _, _) = limits(js.clone(), subjects.stream(role)).await;
+        assert_eq!(max_bytes, 10_000_000, "{role:?}");
+    }
+    // NATS reserves a bounded stream's bytes in its store: give them back.
+    drop(server);
+    for role in hcpflow_protocol::StreamRole::ALL {
+        let _ = js.delete_stream(subjects.stream(role)).await;
+    }
+}

@@ -79,7 +79,7 @@ pub(crate) fn unique(name: &str) -> String {
 /// One `hcpflow server` process under test.
 pub(crate) struct Server {
     pub prefix: String,
-    env: Vec<(String, String)>,
+    pub env: Vec<(String, String)>,
     extra: Vec<String>,
     /// Where the server's log goes (at debug level), instead of the test's stderr.
     log: Option<std::path::PathBuf>,
