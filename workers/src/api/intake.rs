@@ -21,6 +21,7 @@ use crate::api::views::store_error;
 use crate::runtime::decide::add_commands;
 use crate::runtime::journal::{Journal, Write};
 use hcpflow_engine::Catalog;
+use hcpflow_hypershift::admission::AdmissionPolicy;
 use hcpflow_protocol::{ApiError, ErrorCode, StartRequest, StartStatus};
 
 #[derive(Debug)]
@@ -28,6 +29,8 @@ pub struct Intake {
     pub journal: Arc<Journal>,
     pub catalog: Arc<Catalog>,
     pub keyring: Option<Arc<Keyring>>,
+    /// What this server lets a start ask of the management cluster.
+    pub admission: AdmissionPolicy,
 }
 
 impl Intake {
@@ -56,6 +59,10 @@ impl Intake {
         self.check_child_claims(&id, &request).await?;
         (info.validate)(&request.input)
             .map_err(|problems| ApiError::invalid(problems.join("; ")))?;
+        let beyond = self.admission.check(&request.workflow_type, &request.input);
+        if !beyond.is_empty() {
+            return Err(ApiError::invalid(beyond.join("; ")));
+        }
         let concurrency_key = match &info.concurrency_key_pointer {
             Some(pointer) => Some(
                 request

@@ -10,6 +10,7 @@ use anyhow::{bail, Context};
 use serde::Deserialize;
 
 use crate::runtime::nats::{StreamLimits, DEFAULT_STREAM_MAX_BYTES};
+use hcpflow_hypershift::admission::AdmissionPolicy;
 use hcpflow_protocol::{NatsConfig, Secret};
 
 /// The resolved configuration of a server or worker process.
@@ -38,6 +39,9 @@ pub struct Config {
     /// process migrates).
     pub stream_replicas: usize,
     pub stream_max_bytes: i64,
+    /// What a start may ask of the management cluster (node pools, annotations,
+    /// namespaces, release registries).
+    pub admission: AdmissionPolicy,
     /// Whether the built-in `noop_*` workflows run here (tests and benchmarks): off by
     /// default, so a production server runs only the workflows it is for.
     pub builtin_workflows: bool,
@@ -72,6 +76,11 @@ pub struct ConfigFile {
     pub builtin_workflows: Option<bool>,
     pub stream_replicas: Option<usize>,
     pub stream_max_bytes: Option<i64>,
+    pub max_node_pools: Option<usize>,
+    pub allowed_annotations: Option<Vec<String>>,
+    pub allow_image_overrides: Option<bool>,
+    pub allowed_namespaces: Option<Vec<String>>,
+    pub allowed_release_registries: Option<Vec<String>>,
     pub aws_region: Option<String>,
     pub aws_endpoint: Option<String>,
     pub kube_url: Option<String>,
@@ -132,6 +141,30 @@ pub struct ConfigArgs {
     /// Bytes each NATS stream may hold; applied by `migrate`.
     #[arg(long, env = "HCPFLOW_STREAM_MAX_BYTES")]
     pub stream_max_bytes: Option<i64>,
+    /// Node pools a create may ask for.
+    #[arg(long, env = "HCPFLOW_MAX_NODE_POOLS")]
+    pub max_node_pools: Option<usize>,
+    /// Annotation keys a create may set (exact, or prefixes ending in `*`), comma-separated.
+    #[arg(long, env = "HCPFLOW_ALLOWED_ANNOTATIONS", value_delimiter = ',')]
+    pub allowed_annotations: Option<Vec<String>>,
+    /// Let an allowed annotation override an image (a key ending in `-image`).
+    #[arg(
+        long,
+        env = "HCPFLOW_ALLOW_IMAGE_OVERRIDES",
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
+    pub allow_image_overrides: Option<bool>,
+    /// Namespaces a HostedCluster may go into (exact, or prefixes ending in `*`).
+    #[arg(long, env = "HCPFLOW_ALLOWED_NAMESPACES", value_delimiter = ',')]
+    pub allowed_namespaces: Option<Vec<String>>,
+    /// Registries release images may come from (prefixes), comma-separated.
+    #[arg(
+        long,
+        env = "HCPFLOW_ALLOWED_RELEASE_REGISTRIES",
+        value_delimiter = ','
+    )]
+    pub allowed_release_registries: Option<Vec<String>>,
     /// The AWS region of the hosted clusters' resources.
     #[arg(long, env = "AWS_REGION")]
     pub aws_region: Option<String>,
@@ -266,6 +299,11 @@ impl Config {
             "builtin_workflows": self.builtin_workflows,
             "stream_replicas": self.stream_replicas,
             "stream_max_bytes": self.stream_max_bytes,
+            "max_node_pools": self.admission.max_node_pools,
+            "allowed_annotations": self.admission.annotations,
+            "allow_image_overrides": self.admission.image_overrides,
+            "allowed_namespaces": self.admission.namespaces,
+            "allowed_release_registries": self.admission.release_registries,
             "aws_region": self.aws.region,
             "aws_endpoint": self.aws.endpoint,
             "kube_url": self.kube.url,
@@ -327,6 +365,36 @@ impl ConfigArgs {
         })
     }
 
+    /// The admission policy, each limit layered on its own over the defaults.
+    fn admission_layered(&self, file: &ConfigFile) -> AdmissionPolicy {
+        let default = AdmissionPolicy::default();
+        AdmissionPolicy {
+            max_node_pools: self
+                .max_node_pools
+                .or(file.max_node_pools)
+                .unwrap_or(default.max_node_pools),
+            annotations: self
+                .allowed_annotations
+                .clone()
+                .or_else(|| file.allowed_annotations.clone())
+                .unwrap_or(default.annotations),
+            image_overrides: self
+                .allow_image_overrides
+                .or(file.allow_image_overrides)
+                .unwrap_or(default.image_overrides),
+            namespaces: self
+                .allowed_namespaces
+                .clone()
+                .or_else(|| file.allowed_namespaces.clone())
+                .unwrap_or(default.namespaces),
+            release_registries: self
+                .allowed_release_registries
+                .clone()
+                .or_else(|| file.allowed_release_registries.clone())
+                .unwrap_or(default.release_registries),
+        }
+    }
+
     /// The streams' limits: replicas, bytes, and the submit stream's largest message
     /// (twice the largest body).
     fn stream_limits_layered(&self, file: &ConfigFile) -> StreamLimits {
@@ -352,6 +420,7 @@ impl ConfigArgs {
     pub fn resolve(&self) -> anyhow::Result<Config> {
         let file = self.client.file()?;
         let limits = self.stream_limits_layered(&file);
+        let admission = self.admission_layered(&file);
         let nats = self.client.nats_layered(&file)?;
         let prefix = self.client.prefix_layered(&file);
         let Some(database_url) = self
@@ -412,6 +481,7 @@ impl ConfigArgs {
                 .unwrap_or(false),
             stream_replicas: limits.replicas,
             stream_max_bytes: limits.max_bytes,
+            admission,
             aws: hcpflow_aws::AwsSettings {
                 region: self
                     .aws_region

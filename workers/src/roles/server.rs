@@ -237,6 +237,7 @@ impl Process {
             journal: journal.clone(),
             catalog,
             keyring,
+            admission: config.admission.clone(),
         });
         Ok(Self {
             name: format!("{}-{}", hostname(), std::process::id()),

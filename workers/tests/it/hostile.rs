@@ -833,3 +833,62 @@ async fn migrate_bounds_every_stream() {
         let _ = js.delete_stream(subjects.stream(role)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_beyond_the_servers_policy_is_refused_before_anything_is_recorded() {
+    let Some(env) =
+        stack("a_create_beyond_the_servers_policy_is_refused_before_anything_is_recorded")
+    else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("policy");
+    let server = Server::start(env, &prefix, &["--max-node-pools", "1"]).await;
+    let name = format!("p{}", &prefix[prefix.len().saturating_sub(8)..]).to_lowercase();
+    let input = |extra: Value| {
+        let mut input = json!({"name": name, "region": "us-east-1", "zones": ["us-east-1a"],
+            "base_domain": "example.com", "endpoint_access": "Public", "vpc_cidr": "10.0.0.0/16",
+            "oidc_bucket": "hcpflow-oidc",
+            "release_image": "quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64",
+            "pull_secret": "{\"auths\": {}}", "ssh_public_key": "ssh-ed25519 AAAA",
+            "node_pools": [{"name": format!("{name}-a"), "zone": "us-east-1a", "replicas": 1}]});
+        for (key, value) in extra.as_object().unwrap() {
+            input[key] = value.clone();
+        }
+        input
+    };
+    let cases = [
+        (
+            json!({"namespace": "kube-system"}),
+            "belongs to the management cluster",
+        ),
+        (
+            json!({"namespace": "elsewhere"}),
+            "not one this server allows",
+        ),
+        (
+            json!({"annotations": {"hypershift.openshift.io/control-plane-operator-image": "x"}}),
+            "not an annotation this server allows",
+        ),
+        (
+            json!({"release_image": "registry.example.com/ocp-release:4.17.0"}),
+            "not from a registry this server allows",
+        ),
+        (
+            json!({"node_pools": [
+                {"name": format!("{name}-a"), "zone": "us-east-1a", "replicas": 1},
+                {"name": format!("{name}-b"), "zone": "us-east-1a", "replicas": 1}]}),
+            "at most 1",
+        ),
+    ];
+    for (n, (extra, expected)) in cases.into_iter().enumerate() {
+        let id = format!("{prefix}-{n}");
+        let reply = server
+            .start_workflow("create_hosted_cluster", &id, input(extra))
+            .await;
+        assert_eq!(reply["error"]["code"], "invalid_request", "{reply}");
+        let message = reply["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(expected), "{expected}: {reply}");
+        assert_eq!(server.status(&id).await, "?", "{id} was recorded");
+    }
+}

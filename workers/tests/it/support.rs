@@ -154,6 +154,9 @@ impl Server {
             // The tests run the built-in noop_* workflows (a test may turn them off
             // with `--builtin-workflows=false`).
             .env("HCPFLOW_BUILTIN_WORKFLOWS", "true")
+            // The emulator's failure injection, and each test cluster's own namespace.
+            .env("HCPFLOW_ALLOWED_ANNOTATIONS", "hcpflow.io/emulator-*")
+            .env("HCPFLOW_ALLOWED_NAMESPACES", "clusters,ns-*")
             .envs(self.env.iter().cloned())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

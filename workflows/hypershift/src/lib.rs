@@ -12,6 +12,7 @@
 //! - [`naming`], [`network_plan`], [`resource_tags`]: AWS names and tags, the subnet
 //!   plan, and the user's tags.
 
+pub mod admission;
 pub mod aws;
 pub mod catalog;
 pub mod create;
