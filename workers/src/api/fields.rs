@@ -45,23 +45,17 @@ impl FromFields for StartRequest {
 
 impl FromFields for DescribeRequest {
     fn from_fields(fields: &Fields) -> Result<Self, ApiError> {
-        let mut problems = Vec::new();
-        let workflow_id = fields.workflow_id("workflow_id", &mut problems);
-        finish(
-            problems,
-            workflow_id.map(|workflow_id| Self { workflow_id }),
-        )
+        fields
+            .only_workflow_id()
+            .map(|workflow_id| Self { workflow_id })
     }
 }
 
 impl FromFields for VerifyRequest {
     fn from_fields(fields: &Fields) -> Result<Self, ApiError> {
-        let mut problems = Vec::new();
-        let workflow_id = fields.workflow_id("workflow_id", &mut problems);
-        finish(
-            problems,
-            workflow_id.map(|workflow_id| Self { workflow_id }),
-        )
+        fields
+            .only_workflow_id()
+            .map(|workflow_id| Self { workflow_id })
     }
 }
 
@@ -186,6 +180,13 @@ impl Fields {
     /// The request type `R`, or the error naming every problem.
     pub fn read<R: FromFields>(&self) -> Result<R, ApiError> {
         R::from_fields(self)
+    }
+
+    /// The `workflow_id` of a request that names nothing else.
+    fn only_workflow_id(&self) -> Result<WorkflowId, ApiError> {
+        let mut problems = Vec::new();
+        let workflow_id = self.workflow_id("workflow_id", &mut problems);
+        finish(problems, workflow_id)
     }
 
     fn required(&self, name: &str, problems: &mut Vec<String>) -> Option<Value> {

@@ -36,6 +36,22 @@ async fn history(server: &Server, id: &str) -> Vec<Value> {
     reply["events"].as_array().cloned().unwrap_or_default()
 }
 
+/// The seq of the first step `id` schedules, once it is recorded.
+async fn first_step(server: &Server, id: &str) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let scheduled = history(server, id)
+            .await
+            .into_iter()
+            .find(|e| e["type"] == "ActivityScheduled" && e["data"]["compensation_of"].is_null());
+        if let Some(event) = scheduled {
+            return event["seq"].as_u64().unwrap();
+        }
+        assert!(Instant::now() < deadline, "the step was never scheduled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The value of a counter on the metrics endpoint.
 async fn counter(metrics_addr: &str, name: &str) -> u64 {
     let metrics = crate::support::http_get(metrics_addr, "/metrics").await;
@@ -60,18 +76,7 @@ async fn a_forged_activity_task_runs_only_what_the_history_recorded() {
         .start_workflow("noop_chain", &id, json!({"steps": 1, "sleep_ms": 3000}))
         .await;
     assert_eq!(started["ok"], true, "{started}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let scheduled_seq = loop {
-        let scheduled = history(&server, &id)
-            .await
-            .into_iter()
-            .find(|e| e["type"] == "ActivityScheduled" && e["data"]["compensation_of"].is_null());
-        if let Some(event) = scheduled {
-            break event["seq"].as_u64().unwrap();
-        }
-        assert!(Instant::now() < deadline, "the step was never scheduled");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let scheduled_seq = first_step(&server, &id).await;
     // The same attempt, with the input of the forger's choice: done at once, five bytes.
     let forged = json!({
         "workflow_id": id, "scheduled_seq": scheduled_seq, "attempt": 1,
@@ -124,31 +129,17 @@ async fn an_activity_task_whose_history_does_not_decode_is_not_run() {
             compensation_of: None,
         }),
     ];
-    let mut new_events: Vec<NewEvent> = events
-        .iter()
-        .map(|event| {
-            let (kind, data) = event.to_record();
-            NewEvent::new(kind, data)
-        })
-        .collect();
-    new_events.push(NewEvent::new("FromTheFuture", json!({"v": 1})));
-    let batch = AppendBatch::new(WorkflowId::new(&id).unwrap(), Seq::FIRST, new_events)
-        .with_status(WorkflowStatus::Running);
-    server
-        .store
-        .create_workflow(
-            &NewWorkflow {
-                workflow_type: "noop_chain".into(),
-                status: WorkflowStatus::Running,
-                concurrency_key: None,
-                parent_id: None,
-                input_digest: None,
-                events_subject: None,
-            },
-            batch,
-        )
-        .await
-        .unwrap();
+    let mut written = new_events(&events);
+    written.push(NewEvent::new("FromTheFuture", json!({"v": 1})));
+    record_events(
+        &server,
+        &id,
+        "noop_chain",
+        WorkflowStatus::Running,
+        written,
+        None,
+    )
+    .await;
     let task = json!({
         "workflow_id": id, "scheduled_seq": 2, "attempt": 1,
         "activity_type": "noop.step", "input": input, "options": ActivityOptions::default(),
@@ -181,18 +172,7 @@ async fn an_attempt_runs_once_at_a_time() {
         .start_workflow("noop_chain", &id, json!({"steps": 1, "sleep_ms": 3000}))
         .await;
     assert_eq!(started["ok"], true, "{started}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let scheduled_seq = loop {
-        let scheduled = history(&server, &id)
-            .await
-            .into_iter()
-            .find(|e| e["type"] == "ActivityScheduled" && e["data"]["compensation_of"].is_null());
-        if let Some(event) = scheduled {
-            break event["seq"].as_u64().unwrap();
-        }
-        assert!(Instant::now() < deadline, "the step was never scheduled");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let scheduled_seq = first_step(&server, &id).await;
     // A second copy of the same attempt's task while the first run holds it — as a
     // sweeper republishing past JetStream's duplicate window would send.
     let copy = json!({"workflow_id": id, "scheduled_seq": scheduled_seq, "attempt": 1});
@@ -210,29 +190,24 @@ async fn an_attempt_runs_once_at_a_time() {
     );
 }
 
-/// Writes a history straight to the store, as a server would have recorded it.
-async fn record_history(server: &Server, id: &str, status: WorkflowStatus, events: &[Event]) {
-    let new_events = events
-        .iter()
-        .map(|event| {
-            let (kind, data) = event.to_record();
-            NewEvent::new(kind, data)
-        })
-        .collect();
+/// Writes a history straight to the store, as a server (of this build or another)
+/// would have recorded it.
+async fn record_events(
+    server: &Server,
+    id: &str,
+    workflow_type: &str,
+    status: WorkflowStatus,
+    events: Vec<NewEvent>,
+    recorded_at: Option<chrono::DateTime<chrono::Utc>>,
+) {
     let mut batch =
-        AppendBatch::new(WorkflowId::new(id).unwrap(), Seq::FIRST, new_events).with_status(status);
-    if let Some(Event::WorkflowCompleted(done)) = events.last() {
-        batch.output = Some(done.output.clone());
-    }
-    let workflow_type = match &events[0] {
-        Event::WorkflowStarted(started) => started.workflow_type.clone(),
-        _ => unreachable!("a history starts with WorkflowStarted"),
-    };
+        AppendBatch::new(WorkflowId::new(id).unwrap(), Seq::FIRST, events).with_status(status);
+    batch.recorded_at = recorded_at;
     server
         .store
         .create_workflow(
             &NewWorkflow {
-                workflow_type,
+                workflow_type: workflow_type.to_owned(),
                 status,
                 concurrency_key: None,
                 parent_id: None,
@@ -243,6 +218,25 @@ async fn record_history(server: &Server, id: &str, status: WorkflowStatus, event
         )
         .await
         .unwrap();
+}
+
+/// [`record_events`] of engine events.
+async fn record_history(server: &Server, id: &str, status: WorkflowStatus, events: &[Event]) {
+    let workflow_type = match &events[0] {
+        Event::WorkflowStarted(started) => started.workflow_type.clone(),
+        _ => unreachable!("a history starts with WorkflowStarted"),
+    };
+    record_events(server, id, &workflow_type, status, new_events(events), None).await;
+}
+
+fn new_events(events: &[Event]) -> Vec<NewEvent> {
+    events
+        .iter()
+        .map(|event| {
+            let (kind, data) = event.to_record();
+            NewEvent::new(kind, data)
+        })
+        .collect()
 }
 
 /// A `noop_parent` that started its one child and waits for it; the child's id.
@@ -497,32 +491,18 @@ async fn a_history_never_goes_back_in_time() {
         concurrency_key: None,
         parent: None,
     });
-    let (kind, data) = started.to_record();
-    let mut batch = AppendBatch::new(
-        WorkflowId::new(&id).unwrap(),
-        Seq::FIRST,
-        vec![NewEvent::new(kind, data)],
-    )
-    .with_status(WorkflowStatus::Running);
     // Whole milliseconds, as every append writes them.
     let ahead =
         chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 3) + chrono::Duration::hours(1);
-    batch.recorded_at = Some(ahead);
-    server
-        .store
-        .create_workflow(
-            &NewWorkflow {
-                workflow_type: "noop_chain".into(),
-                status: WorkflowStatus::Running,
-                concurrency_key: None,
-                parent_id: None,
-                input_digest: None,
-                events_subject: None,
-            },
-            batch,
-        )
-        .await
-        .unwrap();
+    record_events(
+        &server,
+        &id,
+        "noop_chain",
+        WorkflowStatus::Running,
+        new_events(&[started]),
+        Some(ahead),
+    )
+    .await;
     wake(&server, &id).await;
     assert_eq!(
         server.wait_terminal(&id, Duration::from_secs(30)).await,
