@@ -1,0 +1,230 @@
+//! What a message on the task subjects can and cannot make a worker do (issue 18): run
+//! only what the history scheduled, once at a time, nothing for a history it cannot
+//! read; a panicking task blocks its workflow instead of sticking; a history's times
+//! never go backwards.
+
+use std::time::{Duration, Instant};
+
+use hcpflow_engine::event::{ActivityScheduled, WorkflowStarted};
+use hcpflow_engine::{ActivityOptions, Event, WorkflowStatus};
+use hcpflow_eventstore::NewEvent;
+use serde_json::json;
+
+use crate::histories::{
+    counter, first_step, history, new_events, publish_task, record_events, wake,
+};
+use crate::support::{stack, unique, Server};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_activity_task_runs_only_what_the_history_recorded() {
+    let Some(env) = stack("a_forged_activity_task_runs_only_what_the_history_recorded") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("forge");
+    let server = Server::start(env, &prefix, &[]).await;
+    let id = format!("{prefix}-chain");
+    // One step that takes seconds and returns an empty string.
+    let started = server
+        .start_workflow("noop_chain", &id, json!({"steps": 1, "sleep_ms": 3000}))
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    let scheduled_seq = first_step(&server, &id).await;
+    // The same attempt, with the input of the forger's choice: done at once, five bytes.
+    let forged = json!({
+        "workflow_id": id, "scheduled_seq": scheduled_seq, "attempt": 1,
+        "activity_type": "noop.step",
+        "input": {"step": 1, "sleep_ms": 0, "fail": false, "payload_bytes": 5},
+        "options": ActivityOptions::default(),
+    });
+    publish_task(&server, "default", &forged).await;
+    assert_eq!(
+        server.wait_terminal(&id, Duration::from_secs(60)).await,
+        "completed"
+    );
+    let events = history(&server, &id).await;
+    let completed = events
+        .iter()
+        .find(|e| e["type"] == "ActivityCompleted" && e["data"]["scheduled_seq"] == scheduled_seq)
+        .expect("the step completed");
+    assert_eq!(
+        completed["data"]["result"],
+        json!(""),
+        "the recorded result is the scheduled input's, not the forged one's: {completed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_activity_task_whose_history_does_not_decode_is_not_run() {
+    let Some(env) = stack("an_activity_task_whose_history_does_not_decode_is_not_run") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("undec");
+    let metrics_addr = format!("127.0.0.1:{}", crate::support::free_port());
+    let server = Server::start(env, &prefix, &["--metrics-addr", &metrics_addr]).await;
+    // A history this code cannot read: a step scheduled, then an event of a kind from
+    // a newer build. Written straight to the store, as a newer server would have.
+    let id = format!("{prefix}-future");
+    let input = json!({"step": 1, "sleep_ms": 0, "fail": false, "payload_bytes": 0});
+    let events = [
+        Event::from(WorkflowStarted {
+            workflow_type: "noop_chain".into(),
+            input: json!({"steps": 1}),
+            concurrency_key: None,
+            parent: None,
+        }),
+        Event::from(ActivityScheduled {
+            activity_type: "noop.step".into(),
+            input_digest: hcpflow_engine::event::digest(&input),
+            input: input.clone(),
+            options: ActivityOptions::default(),
+            compensation_of: None,
+        }),
+    ];
+    let mut written = new_events(&events);
+    written.push(NewEvent::new("FromTheFuture", json!({"v": 1})));
+    record_events(
+        &server,
+        &id,
+        "noop_chain",
+        WorkflowStatus::Running,
+        written,
+        None,
+    )
+    .await;
+    let task = json!({
+        "workflow_id": id, "scheduled_seq": 2, "attempt": 1,
+        "activity_type": "noop.step", "input": input, "options": ActivityOptions::default(),
+    });
+    publish_task(&server, "default", &task).await;
+    // The task is settled by blocking the workflow, without running the attempt.
+    assert_eq!(
+        server.wait_terminal(&id, Duration::from_secs(30)).await,
+        "blocked"
+    );
+    assert_eq!(
+        counter(&metrics_addr, "hcpflow_activity_tasks_total").await,
+        0,
+        "an attempt ran although its history could not vouch for it"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_runs_once_at_a_time() {
+    let Some(env) = stack("an_attempt_runs_once_at_a_time") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("once");
+    let metrics_addr = format!("127.0.0.1:{}", crate::support::free_port());
+    let server = Server::start(env, &prefix, &["--metrics-addr", &metrics_addr]).await;
+    let id = format!("{prefix}-chain");
+    // One step of a few seconds, run at once in the server that scheduled it (eager).
+    let started = server
+        .start_workflow("noop_chain", &id, json!({"steps": 1, "sleep_ms": 3000}))
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    let scheduled_seq = first_step(&server, &id).await;
+    // A second copy of the same attempt's task while the first run holds it — as a
+    // sweeper republishing past JetStream's duplicate window would send.
+    let copy = json!({"workflow_id": id, "scheduled_seq": scheduled_seq, "attempt": 1});
+    publish_task(&server, "default", &copy).await;
+    assert_eq!(
+        server.wait_terminal(&id, Duration::from_secs(60)).await,
+        "completed"
+    );
+    // Long enough for a second run, had one started, to have finished.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(
+        counter(&metrics_addr, "hcpflow_activity_tasks_total").await,
+        1,
+        "the attempt ran twice at once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_activity_blocks_its_workflow_and_shutdown_still_finishes() {
+    let Some(env) = stack("a_panicking_activity_blocks_its_workflow_and_shutdown_still_finishes")
+    else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("panic");
+    let mut server = Server::start(env, &prefix, &[]).await;
+    let id = format!("{prefix}-chain");
+    let started = server
+        .start_workflow("noop_chain", &id, json!({"steps": 2, "panic_at": 1}))
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    // Retried a few times, then blocked with the panic's message — not stuck running.
+    assert_eq!(
+        server.wait_terminal(&id, Duration::from_secs(60)).await,
+        "blocked"
+    );
+    let described = server.api("describe", json!({"workflow_id": id})).await;
+    let reason = described["workflow"]["error"]["message"].to_string();
+    assert!(reason.contains("panics by request"), "{described}");
+    // The panics leaked no slot: other work runs, and SIGTERM ends the server promptly.
+    let other = format!("{prefix}-other");
+    server
+        .start_workflow("noop_chain", &other, json!({"steps": 2}))
+        .await;
+    assert_eq!(
+        server.wait_terminal(&other, Duration::from_secs(30)).await,
+        "completed"
+    );
+    let stopping = Instant::now();
+    let status = server.stop().await;
+    assert!(status.success(), "{status:?}");
+    assert!(
+        stopping.elapsed() < Duration::from_secs(30),
+        "shutdown took {:?}",
+        stopping.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_history_never_goes_back_in_time() {
+    let Some(env) = stack("a_history_never_goes_back_in_time") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("clock");
+    let server = Server::start(env, &prefix, &[]).await;
+    // Started by a process whose clock runs an hour ahead.
+    let id = format!("{prefix}-ahead");
+    let started = Event::from(WorkflowStarted {
+        workflow_type: "noop_chain".into(),
+        input: json!({"steps": 0}),
+        concurrency_key: None,
+        parent: None,
+    });
+    // Whole milliseconds, as every append writes them.
+    let ahead =
+        chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 3) + chrono::Duration::hours(1);
+    record_events(
+        &server,
+        &id,
+        "noop_chain",
+        WorkflowStatus::Running,
+        new_events(&[started]),
+        Some(ahead),
+    )
+    .await;
+    wake(&server, &id).await;
+    assert_eq!(
+        server.wait_terminal(&id, Duration::from_secs(30)).await,
+        "completed"
+    );
+    let times: Vec<String> = history(&server, &id)
+        .await
+        .iter()
+        .map(|e| e["recorded_at"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(times.len() >= 2, "{times:?}");
+    assert!(
+        times.windows(2).all(|pair| pair[0] <= pair[1]),
+        "recorded_at went backwards: {times:?}"
+    );
+}
