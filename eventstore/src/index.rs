@@ -35,6 +35,9 @@ pub struct WorkflowFilter {
     pub status: Option<WorkflowStatus>,
     pub workflow_type: Option<String>,
     pub concurrency_key: Option<String>,
+    /// Only the workflows whose events go to subjects starting with this
+    /// (`<prefix>.events.`): one deployment's, where several share the database.
+    pub events_prefix: Option<String>,
 }
 
 /// One page of workflows, newest first.
@@ -105,6 +108,7 @@ impl EventStore {
                 AND ($2::text IS NULL OR workflow_type = $2)
                 AND ($3::text IS NULL OR concurrency_key = $3)
                 AND ($4::timestamptz IS NULL OR (created_at, workflow_id) < ($4, $5))
+                AND ($7::text IS NULL OR left(events_subject, length($7)) = $7)
               ORDER BY created_at DESC, workflow_id DESC
               LIMIT $6"
         ))
@@ -114,6 +118,7 @@ impl EventStore {
         .bind(after_time)
         .bind(after_id)
         .bind(i64::from(limit) + 1)
+        .bind(filter.events_prefix.as_deref())
         .fetch_all(&self.pool)
         .await?;
         let mut workflows = rows
@@ -166,17 +171,25 @@ impl EventStore {
         Ok(())
     }
 
-    /// Live workflows (`running`, `compensating`) unchanged for at least `idle`, oldest
-    /// first: what the sweeper checks for lost tasks.
-    pub async fn idle_live_workflows(&self, idle: Duration, limit: u32) -> Result<Vec<WorkflowId>> {
+    /// Live workflows (`running`, `compensating`) of one deployment (their events go to
+    /// `events_prefix`) unchanged for at least `idle`, oldest first: what its sweeper
+    /// checks for lost tasks.
+    pub async fn idle_live_workflows(
+        &self,
+        events_prefix: &str,
+        idle: Duration,
+        limit: u32,
+    ) -> Result<Vec<WorkflowId>> {
         let ids: Vec<String> = sqlx::query_scalar(
             "SELECT workflow_id FROM workflows
               WHERE status IN ('running', 'compensating')
                 AND updated_at < now() - make_interval(secs => $1)
+                AND left(events_subject, length($3)) = $3
               ORDER BY updated_at LIMIT $2",
         )
         .bind(idle.as_secs_f64())
         .bind(i64::from(limit))
+        .bind(events_prefix)
         .fetch_all(&self.pool)
         .await?;
         ids.into_iter()

@@ -123,6 +123,7 @@ impl Api {
             status: request.status,
             workflow_type: request.workflow_type,
             concurrency_key: request.concurrency_key,
+            events_prefix: None,
         };
         let limit = request.limit.unwrap_or(DEFAULT_PAGE);
         let page = self

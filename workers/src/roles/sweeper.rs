@@ -65,6 +65,7 @@ impl Sweeper {
             status: Some(WorkflowStatus::Blocked),
             workflow_type: Some(workflow_type),
             concurrency_key: None,
+            events_prefix: Some(self.events_prefix()),
         };
         let mut cursor = None;
         let mut woken = 0;
@@ -90,11 +91,16 @@ impl Sweeper {
         Ok(woken)
     }
 
+    /// `<prefix>.events.`: deployments sharing a database each sweep their own.
+    fn events_prefix(&self) -> String {
+        format!("{}.events.", self.journal.outgoing.subjects.prefix())
+    }
+
     pub async fn sweep(&self) -> anyhow::Result<usize> {
         let ids = self
             .journal
             .store
-            .idle_live_workflows(self.idle, 200)
+            .idle_live_workflows(&self.events_prefix(), self.idle, 200)
             .await?;
         let mut enqueued = 0;
         for id in ids {

@@ -69,6 +69,19 @@ pub(crate) async fn record_events(
     events: Vec<NewEvent>,
     recorded_at: Option<chrono::DateTime<chrono::Utc>>,
 ) {
+    record_for(server, None, id, workflow_type, status, events, recorded_at).await;
+}
+
+/// [`record_events`] for the deployment whose events go to `events_subject`.
+pub(crate) async fn record_for(
+    server: &Server,
+    events_subject: Option<String>,
+    id: &str,
+    workflow_type: &str,
+    status: WorkflowStatus,
+    events: Vec<NewEvent>,
+    recorded_at: Option<chrono::DateTime<chrono::Utc>>,
+) {
     let mut batch =
         AppendBatch::new(WorkflowId::new(id).unwrap(), Seq::FIRST, events).with_status(status);
     batch.recorded_at = recorded_at;
@@ -81,7 +94,7 @@ pub(crate) async fn record_events(
                 concurrency_key: None,
                 parent_id: None,
                 input_digest: None,
-                events_subject: None,
+                events_subject,
             },
             batch,
         )

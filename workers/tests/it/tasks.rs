@@ -11,7 +11,7 @@ use hcpflow_eventstore::NewEvent;
 use serde_json::json;
 
 use crate::histories::{
-    counter, first_step, history, new_events, publish_task, record_events, wake,
+    counter, first_step, history, new_events, publish_task, record_events, record_for, wake,
 };
 use crate::support::{stack, unique, Server};
 
@@ -227,4 +227,38 @@ async fn a_history_never_goes_back_in_time() {
         times.windows(2).all(|pair| pair[0] <= pair[1]),
         "recorded_at went backwards: {times:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_takes_up_no_workflow_of_another_deployment() {
+    let Some(env) = stack("a_server_takes_up_no_workflow_of_another_deployment") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("mine");
+    // Blocked in another deployment sharing the database (its own subject prefix),
+    // and able to finish if anyone ran it.
+    let theirs = format!("{prefix}-theirs");
+    let started = Event::from(WorkflowStarted {
+        workflow_type: "noop_chain".into(),
+        input: json!({"steps": 0}),
+        concurrency_key: None,
+        parent: None,
+    });
+    let server = Server::start(env.clone(), &prefix, &[]).await;
+    record_for(
+        &server,
+        Some(format!("other{prefix}.events.{theirs}")),
+        &theirs,
+        "noop_chain",
+        WorkflowStatus::Blocked,
+        new_events(&[started]),
+        None,
+    )
+    .await;
+    drop(server);
+    // A server starting retries the blocked workflows of its types — its own only.
+    let server = Server::start(env, &prefix, &[]).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(server.status(&theirs).await, "blocked");
 }
