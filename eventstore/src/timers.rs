@@ -73,10 +73,13 @@ pub(crate) fn to_i64(seq: Seq) -> i64 {
 }
 
 impl EventStore {
-    /// Claims up to `limit` timers due by the database's clock, earliest first.
+    /// Claims up to `limit` timers due by the database's clock, earliest first, of one
+    /// deployment's workflows (their events go to `events_prefix`): deployments sharing
+    /// a database each fire their own.
     pub async fn claim_due_timers(
         &self,
         claimer: &str,
+        events_prefix: &str,
         limit: u32,
         lease: Duration,
     ) -> Result<Vec<ClaimedTimer>> {
@@ -84,17 +87,19 @@ impl EventStore {
             "UPDATE timers t
                 SET claimed_by = $1, claim_expires_at = now() + make_interval(secs => $3)
               WHERE t.id IN (
-                    SELECT id FROM timers
-                     WHERE fired_at IS NULL AND due_at <= now()
-                       AND (claim_expires_at IS NULL OR claim_expires_at < now())
-                     ORDER BY due_at, id
+                    SELECT d.id FROM timers d JOIN workflows w ON w.workflow_id = d.workflow_id
+                     WHERE d.fired_at IS NULL AND d.due_at <= now()
+                       AND (d.claim_expires_at IS NULL OR d.claim_expires_at < now())
+                       AND left(w.events_subject, length($4)) = $4
+                     ORDER BY d.due_at, d.id
                      LIMIT $2
-                     FOR UPDATE SKIP LOCKED)
+                     FOR UPDATE OF d SKIP LOCKED)
              RETURNING t.id, t.workflow_id, t.seq, t.kind, t.due_at",
         )
         .bind(claimer)
         .bind(i64::from(limit))
         .bind(lease.as_secs_f64())
+        .bind(events_prefix)
         .fetch_all(&self.pool)
         .await?;
         let mut claimed = rows

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use chrono::Utc;
 use hcpflow_engine::{Seq, WorkflowId};
-use hcpflow_eventstore::{AppendBatch, EventStore, NewTimer, OutboxMessage, TimerKind};
+use hcpflow_eventstore::{
+    AppendBatch, EventStore, NewTimer, NewWorkflow, OutboxMessage, TimerKind,
+};
 
 use crate::support::{event, new_workflow, store, unique_id};
 
@@ -134,7 +136,16 @@ async fn an_expired_outbox_lease_is_claimed_again() {
     );
 }
 
-async fn seed_timers(store: &EventStore) -> (BTreeSet<(WorkflowId, u64)>, WorkflowId) {
+/// Timers of workflows of one deployment (events under `prefix`): the test's own, so
+/// that servers of other deployments sharing the database neither take nor offer any.
+async fn seed_timers(
+    store: &EventStore,
+    prefix: &str,
+) -> (BTreeSet<(WorkflowId, u64)>, WorkflowId) {
+    let workflow = || NewWorkflow {
+        events_subject: Some(format!("{prefix}x")),
+        ..new_workflow("test")
+    };
     let mut ours = BTreeSet::new();
     let past = Utc::now() - chrono::Duration::seconds(5);
     for _ in 0..WORKFLOWS {
@@ -148,10 +159,7 @@ async fn seed_timers(store: &EventStore) -> (BTreeSet<(WorkflowId, u64)>, Workfl
             .collect();
         ours.extend((1..=PER_WORKFLOW).map(|n| (id.clone(), n)));
         let batch = AppendBatch::new(id, Seq::FIRST, vec![event(1)]).with_timers(timers);
-        store
-            .create_workflow(&new_workflow("test"), batch)
-            .await
-            .unwrap();
+        store.create_workflow(&workflow(), batch).await.unwrap();
     }
     // One timer that is not due yet must not be claimed.
     let future = unique_id("timers-future");
@@ -162,10 +170,7 @@ async fn seed_timers(store: &EventStore) -> (BTreeSet<(WorkflowId, u64)>, Workfl
     };
     let batch =
         AppendBatch::new(future.clone(), Seq::FIRST, vec![event(1)]).with_timers(vec![later]);
-    store
-        .create_workflow(&new_workflow("test"), batch)
-        .await
-        .unwrap();
+    store.create_workflow(&workflow(), batch).await.unwrap();
     (ours, future)
 }
 
@@ -174,14 +179,19 @@ async fn every_due_timer_is_claimed_exactly_once() {
     let Some((_, store)) = store("every_due_timer_is_claimed_exactly_once").await else {
         return;
     };
-    let (ours, future) = seed_timers(&store).await;
+    let prefix = format!("{}.events.", unique_id("deployment"));
+    let (ours, future) = seed_timers(&store, &prefix).await;
     let claimers = (0..CLAIMERS).map(|n| {
         let store = store.clone();
+        let prefix = prefix.clone();
         tokio::spawn(async move {
             let name = format!("timer-service-{n}");
             let mut claimed = Vec::new();
             loop {
-                let batch = store.claim_due_timers(&name, 7, LEASE).await.unwrap();
+                let batch = store
+                    .claim_due_timers(&name, &prefix, 7, LEASE)
+                    .await
+                    .unwrap();
                 if batch.is_empty() {
                     return claimed;
                 }

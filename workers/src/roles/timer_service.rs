@@ -61,12 +61,17 @@ impl TimerService {
         }
     }
 
+    /// `<prefix>.events.`: deployments sharing a database each fire their own timers.
+    fn events_prefix(&self) -> String {
+        format!("{}.events.", self.journal.outgoing.subjects.prefix())
+    }
+
     /// Fires every due timer it can claim; returns how many.
     async fn fire_due(&self) -> anyhow::Result<usize> {
         let due = self
             .journal
             .store
-            .claim_due_timers(&self.name, 100, LEASE)
+            .claim_due_timers(&self.name, &self.events_prefix(), 100, LEASE)
             .await?;
         let mut fired = Vec::with_capacity(due.len());
         for timer in &due {
