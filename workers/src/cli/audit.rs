@@ -146,7 +146,7 @@ fn verify_file(
     format: OutputFormat,
 ) -> anyhow::Result<()> {
     let Some(key) = key.local()? else {
-        bail!("verify-file needs the audit public key: --public-key or HCPFLOW_AUDIT_PUBLIC_KEY");
+        bail!("verify-file needs the audit public key: --public-key, --public-key-file or HCPFLOW_AUDIT_PUBLIC_KEY");
     };
     let text = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     let text = String::from_utf8(text)
@@ -303,13 +303,18 @@ async fn export(api: &ApiClient, workflow_id: &WorkflowId) -> anyhow::Result<Str
     Ok(audit_file::write(&header, &raw, &checkpoint)?)
 }
 
-/// The audit public key an auditor trusts.
+/// The audit public key an auditor trusts: given, read from a file, or derived from the
+/// signing key — never the one a server reports, since a server an attacker controls
+/// would report its own.
 #[derive(Debug, Clone, clap::Args)]
 pub struct PublicKeyArgs {
     /// The audit public key (base64 or hex). Default: derived from
-    /// HCPFLOW_AUDIT_SIGNING_KEY when set, else the one the server reports.
+    /// HCPFLOW_AUDIT_SIGNING_KEY when set.
     #[arg(long, env = "HCPFLOW_AUDIT_PUBLIC_KEY")]
     pub public_key: Option<String>,
+    /// A file holding the audit public key (as `hcpflow audit public-key` prints it).
+    #[arg(long, env = "HCPFLOW_AUDIT_PUBLIC_KEY_FILE")]
+    pub public_key_file: Option<PathBuf>,
     #[arg(
         long,
         env = "HCPFLOW_AUDIT_SIGNING_KEY",
@@ -320,10 +325,18 @@ pub struct PublicKeyArgs {
 }
 
 impl PublicKeyArgs {
-    /// The key given, or derived from the signing key; `None` when neither is set.
+    /// The key given, read from its file, or derived from the signing key; `None` when
+    /// none is set.
     pub fn local(&self) -> anyhow::Result<Option<AuditPublicKey>> {
         if let Some(text) = &self.public_key {
             return Ok(Some(AuditPublicKey::from_text(text)?));
+        }
+        if let Some(path) = &self.public_key_file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the audit public key from {}", path.display()))?;
+            return Ok(Some(AuditPublicKey::from_text(text.trim()).with_context(
+                || format!("{} does not hold an audit public key", path.display()),
+            )?));
         }
         match &self.signing_key {
             Some(text) => Ok(Some(*AuditSigningKey::from_text(text)?.public_key())),
@@ -402,12 +415,16 @@ async fn verify_one(
     id: &WorkflowId,
 ) -> anyhow::Result<Value> {
     let (reply, evidence) = evidence(api, id).await?;
-    let key = match (local_key, &evidence.audit_public_key) {
-        (Some(key), _) => key,
-        (None, Some(server)) => AuditPublicKey::from_text(server)?,
-        (None, None) => bail!(
-            "no audit public key: give --public-key (or HCPFLOW_AUDIT_PUBLIC_KEY); the server signs nothing"
-        ),
+    let Some(key) = local_key else {
+        let reported = evidence
+            .audit_public_key
+            .as_deref()
+            .and_then(|text| AuditPublicKey::from_text(text).ok())
+            .map(|key| format!(" (the server reports key id {})", key.key_id()))
+            .unwrap_or_default();
+        bail!(
+            "no audit public key to trust: give --public-key, --public-key-file or HCPFLOW_AUDIT_PUBLIC_KEY{reported}; the key a server reports is not trusted, since a server an attacker controls would report its own"
+        );
     };
     let findings = evidence.judge(&key);
     let mut progress = Progress::new();

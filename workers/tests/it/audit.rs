@@ -260,3 +260,64 @@ async fn tampering_is_named_and_exports_verify_offline() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_trusts_only_the_key_it_is_given_never_the_one_the_server_reports() {
+    let Some(env) =
+        stack("verify_trusts_only_the_key_it_is_given_never_the_one_the_server_reports")
+    else {
+        return;
+    };
+    let _stack = crate::support::shared().await;
+    let prefix = unique("pin");
+    let server = Server::start(env.clone(), &prefix, &[]).await;
+    let id = format!("{prefix}-chain");
+    completed(&server, &id).await;
+    let cli = |args: Vec<String>, key_env: bool| {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_hcpflow"));
+        command
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HCPFLOW_NATS_URL", env_value(&env, "HCPFLOW_NATS_URL"))
+            .env("HCPFLOW_PREFIX", &prefix);
+        if key_env {
+            command.env(
+                "HCPFLOW_AUDIT_SIGNING_KEY",
+                env_value(&env, "HCPFLOW_AUDIT_SIGNING_KEY"),
+            );
+        }
+        command.output()
+    };
+    // No key of its own: the server's word is not taken.
+    let bare = cli(vec!["audit".into(), "verify".into(), id.clone()], false)
+        .await
+        .unwrap();
+    let (_, stderr) = output_text(&bare);
+    assert!(!bare.status.success());
+    assert!(stderr.contains("not trusted"), "{stderr}");
+    // The public key from a file, as an auditor would hold it.
+    let public = cli(vec!["audit".into(), "public-key".into()], true)
+        .await
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("hcpflow-{prefix}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("audit.pub");
+    std::fs::write(&file, &public.stdout).unwrap();
+    let pinned = cli(
+        vec![
+            "audit".into(),
+            "verify".into(),
+            id.clone(),
+            "--public-key-file".into(),
+            file.display().to_string(),
+        ],
+        false,
+    )
+    .await
+    .unwrap();
+    let (stdout, stderr) = output_text(&pinned);
+    assert!(pinned.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("chain verified"), "{stdout}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
