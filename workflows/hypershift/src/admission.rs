@@ -21,8 +21,10 @@ pub struct AdmissionPolicy {
     /// Annotation keys allowed on the HostedCluster and NodePools: exact keys, or
     /// prefixes ending in `*`. Empty: none.
     pub annotations: Vec<String>,
-    /// Whether an allowed annotation may name an image (a key ending in `-image`: the
-    /// operators' image overrides).
+    /// Whether an allowed annotation may override an image: any whose name speaks of
+    /// images — the operators' `*-image` overrides, `image-overrides`, the catalog images
+    /// and `control-plane-operator-image-labels` (hypershift's v1beta1
+    /// `hostedcluster_types.go`).
     pub image_overrides: bool,
     /// Namespaces a HostedCluster may go into (exact names, or prefixes ending in `*`).
     pub namespaces: Vec<String>,
@@ -105,13 +107,20 @@ impl AdmissionPolicy {
                 problems.push(format!(
                     "{at}: {key:?} is not an annotation this server allows"
                 ));
-            } else if key.ends_with("-image") && !self.image_overrides {
+            } else if overrides_an_image(key) && !self.image_overrides {
                 problems.push(format!(
                     "{at}: {key:?} overrides an image, which this server does not allow"
                 ));
             }
         }
     }
+}
+
+/// Whether an annotation key names an image setting: its name (after the `/`) mentions
+/// images.
+fn overrides_an_image(key: &str) -> bool {
+    let name = key.rsplit_once('/').map_or(key, |(_, name)| name);
+    name.contains("image")
 }
 
 /// An exact name, or a prefix ending in `*`.
@@ -186,6 +195,18 @@ mod tests {
         let image =
             json!({"annotations": {"hypershift.openshift.io/control-plane-operator-image": "x"}});
         assert!(policy.check(CREATE, &create(image.clone()))[0].contains("overrides an image"));
+        // Every image setting of hypershift's v1beta1 annotations, not only `*-image`.
+        for key in [
+            "hypershift.openshift.io/image-overrides",
+            "hypershift.openshift.io/redhat-operators-catalog-image",
+            "hypershift.openshift.io/control-plane-operator-image-labels",
+        ] {
+            let other = json!({"annotations": {key: "x"}});
+            assert!(
+                policy.check(CREATE, &create(other))[0].contains("overrides an image"),
+                "{key}"
+            );
+        }
         policy.image_overrides = true;
         assert!(policy.check(CREATE, &create(image)).is_empty());
         let pool = json!({"node_pools": [{"name": "a", "annotations": {"hcpflow.io/emulator-stall-at": "1"}}],
