@@ -35,10 +35,8 @@ pub struct Config {
     pub activity_concurrency: usize,
     /// Activity task queues this process serves.
     pub task_queues: Vec<String>,
-    /// Copies of each NATS stream, and how many bytes each may hold (applied where this
-    /// process migrates).
-    pub stream_replicas: usize,
-    pub stream_max_bytes: i64,
+    /// The NATS streams' replicas and bounds (applied where this process migrates).
+    pub stream_limits: StreamLimits,
     /// What a start may ask of the management cluster (node pools, annotations,
     /// namespaces, release registries).
     pub admission: AdmissionPolicy,
@@ -267,15 +265,6 @@ impl ClientArgs {
 }
 
 impl Config {
-    /// The limits a process that migrates gives the streams.
-    pub fn stream_limits(&self) -> StreamLimits {
-        StreamLimits {
-            replicas: self.stream_replicas,
-            max_bytes: self.stream_max_bytes,
-            max_message_size: i32::try_from(self.max_body_bytes * 2).unwrap_or(i32::MAX),
-        }
-    }
-
     /// The settings as `hcpflow config` prints them: secrets only as `"[set]"`.
     pub fn describe(&self) -> serde_json::Value {
         let secret = |value: &Option<Secret>| value.as_ref().map(|_| "[set]");
@@ -297,8 +286,8 @@ impl Config {
             "activity_concurrency": self.activity_concurrency,
             "task_queues": self.task_queues,
             "builtin_workflows": self.builtin_workflows,
-            "stream_replicas": self.stream_replicas,
-            "stream_max_bytes": self.stream_max_bytes,
+            "stream_replicas": self.stream_limits.replicas,
+            "stream_max_bytes": self.stream_limits.max_bytes,
             "max_node_pools": self.admission.max_node_pools,
             "allowed_annotations": self.admission.annotations,
             "allow_image_overrides": self.admission.image_overrides,
@@ -419,7 +408,7 @@ impl ConfigArgs {
     /// Defaults ← file ← environment ← flags (clap already put env under flags).
     pub fn resolve(&self) -> anyhow::Result<Config> {
         let file = self.client.file()?;
-        let limits = self.stream_limits_layered(&file);
+        let stream_limits = self.stream_limits_layered(&file);
         let admission = self.admission_layered(&file);
         let nats = self.client.nats_layered(&file)?;
         let prefix = self.client.prefix_layered(&file);
@@ -479,8 +468,7 @@ impl ConfigArgs {
                 .builtin_workflows
                 .or(file.builtin_workflows)
                 .unwrap_or(false),
-            stream_replicas: limits.replicas,
-            stream_max_bytes: limits.max_bytes,
+            stream_limits,
             admission,
             aws: hcpflow_aws::AwsSettings {
                 region: self

@@ -192,7 +192,7 @@ impl Process {
         // Migrating (given the owner's URL) includes the streams; otherwise they must
         // be there: a runtime process creates none.
         if config.database_admin_url.is_some() {
-            nats::ensure_streams(&js, &subjects, config.stream_limits()).await?;
+            nats::ensure_streams(&js, &subjects, config.stream_limits).await?;
         } else {
             nats::verify_streams(&js, &subjects).await?;
         }

@@ -13,7 +13,6 @@ use std::time::Instant;
 
 use futures::FutureExt;
 use hcpflow_engine::event::{digest, ChildCompleted, ChildStarted, Event, WorkflowStarted};
-use hcpflow_engine::history::pending_work;
 use hcpflow_engine::{HistoryEvent, Seq, WorkflowError, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::Error as StoreError;
 use tokio::sync::watch;
@@ -162,7 +161,7 @@ impl WorkflowWorker {
                         return None;
                     }
                     let mut write = Write::default();
-                    for (started_seq, expected) in waited_children(id, history) {
+                    for (started_seq, expected) in waited_children(history) {
                         let view = views.iter().find(|v| v.id == expected.child_id);
                         match view.and_then(|v| v.outcome_for(id, started_seq, expected)) {
                             Some(outcome) => write.events.push(
@@ -232,18 +231,21 @@ impl WorkflowWorker {
     }
 }
 
-/// The children a history waits for: each `ChildStarted` without its `ChildCompleted`.
-fn waited_children<'h>(
-    id: &WorkflowId,
-    history: &'h [HistoryEvent],
-) -> impl Iterator<Item = (Seq, &'h ChildStarted)> {
-    let waiting = pending_work(id, history).children;
-    history.iter().filter_map(move |e| match &e.event {
-        Event::ChildStarted(started) if waiting.iter().any(|c| c.started_seq == e.seq) => {
-            Some((e.seq, started))
+/// The children a history waits for: each `ChildStarted` without its `ChildCompleted`
+/// (one pass over the history; every workflow task asks, most histories have none).
+fn waited_children(history: &[HistoryEvent]) -> Vec<(Seq, &ChildStarted)> {
+    let mut started = Vec::new();
+    let mut reported = Vec::new();
+    for e in history {
+        match &e.event {
+            Event::ChildStarted(child) => started.push((e.seq, child)),
+            Event::ChildCompleted(done) => reported.push(done.started_seq),
+            other if other.is_terminal() => return Vec::new(),
+            _ => {}
         }
-        _ => None,
-    })
+    }
+    started.retain(|(seq, _)| !reported.contains(seq));
+    started
 }
 
 /// A child as the store holds it.
