@@ -199,22 +199,25 @@ impl Intake {
                 None => return Ok(()),
             },
         };
-        let history = match self.journal.load(&parent).await {
-            Ok(history) => history,
-            Err(hcpflow_eventstore::Error::NotFound(_)) if !claimed => return Ok(()),
-            Err(hcpflow_eventstore::Error::NotFound(_)) => {
-                return Err(ApiError::invalid(format!(
-                    "parent: workflow {parent} does not exist"
-                )))
-            }
+        // Only the event at `seq` matters: one row, not the parent's whole history.
+        let page = match self.journal.store.read_history(&parent, seq, 1).await {
+            Ok(page) => page.events,
+            Err(hcpflow_eventstore::Error::NotFound(_)) => Vec::new(),
             Err(error) => return Err(store_error(error)),
         };
-        let started = history.iter().find_map(|e| match &e.event {
-            Event::ChildStarted(started) if e.seq == seq && started.child_id == *id => {
-                Some(started)
-            }
+        let event = page
+            .first()
+            .filter(|e| e.seq == seq)
+            .map(|e| e.to_history_event())
+            .transpose()
+            .map_err(store_error)?;
+        let started = match &event {
+            Some(HistoryEvent {
+                event: Event::ChildStarted(started),
+                ..
+            }) if started.child_id == *id => Some(started),
             _ => None,
-        });
+        };
         match (started, claimed) {
             (None, false) => Ok(()),
             (Some(_), false) => Err(ApiError::new(
