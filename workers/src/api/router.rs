@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use hcpflow_engine::event::{CancelRequested, SignalReceived};
-use hcpflow_engine::{Seq, WorkflowId};
+use hcpflow_engine::{Event, HistoryEvent, Seq, WorkflowId};
 use hcpflow_eventstore::WorkflowFilter;
 use serde_json::{json, Map, Value};
 use tokio::sync::{watch, Semaphore};
@@ -28,6 +28,9 @@ pub struct Api {
     pub intake: Arc<Intake>,
     pub client: async_nats::Client,
     pub max_body_bytes: usize,
+    /// Bytes of signal payloads one workflow's history may take in all
+    /// (`--max-signal-bytes`): what a client can write into a workflow's log.
+    pub max_signal_bytes: usize,
     /// Reported by `verify`, for callers without a key of their own.
     pub audit_public_key: Option<hcpflow_engine::AuditPublicKey>,
 }
@@ -279,50 +282,85 @@ impl Api {
             signal: name,
             payload,
         } = request;
-        self.append_input(&id, || {
-            SignalReceived {
-                name: name.clone(),
-                payload: payload.clone(),
+        let size = signal_bytes(&name, &payload);
+        let limit = self.max_signal_bytes;
+        let mut over_budget = None;
+        self.append_input(&id, |history| {
+            over_budget = None;
+            let received: usize = history
+                .iter()
+                .filter_map(|recorded| match &recorded.event {
+                    Event::SignalReceived(signal) => {
+                        Some(signal_bytes(&signal.name, &signal.payload))
+                    }
+                    _ => None,
+                })
+                .sum();
+            if received + size > limit {
+                over_budget = Some(received);
+                return None;
             }
-            .into()
+            Some(
+                SignalReceived {
+                    name: name.clone(),
+                    payload: payload.clone(),
+                }
+                .into(),
+            )
         })
         .await?;
+        if let Some(received) = over_budget {
+            return Err(ApiError::new(
+                ErrorCode::TooLarge,
+                format!(
+                    "workflow {id} has received {received} bytes of signals; this one ({size} \
+                     bytes) would pass the server's limit of {limit} (--max-signal-bytes)"
+                ),
+            ));
+        }
         Ok(json!({}))
     }
 
+    /// Records the request once: a second cancel of the same workflow writes nothing
+    /// more into its log.
     async fn cancel(&self, request: CancelRequest) -> Result<Value, ApiError> {
         let CancelRequest {
             workflow_id: id,
             reason,
         } = request;
-        self.append_input(&id, || {
-            CancelRequested {
-                reason: reason.clone(),
-            }
-            .into()
+        self.append_input(&id, |history| {
+            let already = history
+                .iter()
+                .any(|recorded| matches!(recorded.event, Event::CancelRequested(_)));
+            (!already).then(|| {
+                CancelRequested {
+                    reason: reason.clone(),
+                }
+                .into()
+            })
         })
         .await?;
         Ok(json!({"status": "cancel_requested"}))
     }
 
-    /// Records an input event for a live workflow (and, where this process runs
-    /// workflow code, its reaction) in one transaction.
+    /// Records the input event `event` makes of a live workflow's history, if any (and,
+    /// where this process runs workflow code, its reaction) in one transaction.
     async fn append_input(
         &self,
         id: &WorkflowId,
-        event: impl Fn() -> hcpflow_engine::Event + Send + Sync,
+        mut event: impl FnMut(&[HistoryEvent]) -> Option<Event> + Send,
     ) -> Result<(), ApiError> {
         let mut ended = None;
         let step = self
             .intake
             .journal
-            .step(id, |summary, _| {
+            .step(id, |summary, history| {
                 if summary.status.is_terminal() {
                     ended = Some(summary.status);
                     return None;
                 }
                 Some(Write {
-                    events: vec![event()],
+                    events: vec![event(history)?],
                     ..Write::default()
                 })
             })
@@ -340,4 +378,9 @@ impl Api {
     fn store(&self) -> &hcpflow_eventstore::EventStore {
         &self.intake.journal.store
     }
+}
+
+/// What a signal costs against `--max-signal-bytes`: its name and payload as JSON.
+fn signal_bytes(name: &str, payload: &Value) -> usize {
+    name.len() + payload.to_string().len()
 }

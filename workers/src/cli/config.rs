@@ -28,6 +28,8 @@ pub struct Config {
     pub checkpoint_every: std::time::Duration,
     /// Largest request or submit body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// Bytes of signals one workflow may receive in all.
+    pub max_signal_bytes: usize,
     pub metrics_addr: Option<SocketAddr>,
     /// Workflow tasks run at once by one process.
     pub workflow_concurrency: usize,
@@ -67,6 +69,7 @@ pub struct ConfigFile {
     pub audit_signing_key: Option<Secret>,
     pub checkpoint_every_secs: Option<u64>,
     pub max_body_bytes: Option<usize>,
+    pub max_signal_bytes: Option<usize>,
     pub metrics_addr: Option<SocketAddr>,
     pub workflow_concurrency: Option<usize>,
     pub activity_concurrency: Option<usize>,
@@ -115,6 +118,10 @@ pub struct ConfigArgs {
     pub checkpoint_every_secs: Option<u64>,
     #[arg(long, env = "HCPFLOW_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
+    /// Bytes of signals (name and payload) one workflow may receive in all; beyond it a
+    /// signal is refused with `too_large`.
+    #[arg(long, env = "HCPFLOW_MAX_SIGNAL_BYTES")]
+    pub max_signal_bytes: Option<usize>,
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9464).
     #[arg(long, env = "HCPFLOW_METRICS_ADDR")]
     pub metrics_addr: Option<SocketAddr>,
@@ -281,6 +288,7 @@ impl Config {
             "audit_signing_key": secret(&self.audit_signing_key),
             "checkpoint_every_secs": self.checkpoint_every.as_secs(),
             "max_body_bytes": self.max_body_bytes,
+            "max_signal_bytes": self.max_signal_bytes,
             "metrics_addr": self.metrics_addr.map(|addr| addr.to_string()),
             "workflow_concurrency": self.workflow_concurrency,
             "activity_concurrency": self.activity_concurrency,
@@ -315,6 +323,7 @@ pub struct MigrateSettings {
 pub const DEFAULT_PREFIX: &str = "hcpflow";
 pub const DEFAULT_NATS_URL: &str = "nats://127.0.0.1:4222";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+pub const DEFAULT_MAX_SIGNAL_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_AWS_REGION: &str = "us-east-1";
 pub const DEFAULT_CHECKPOINT_EVERY_SECS: u64 = 60;
 
@@ -452,6 +461,10 @@ impl ConfigArgs {
                 .max_body_bytes
                 .or(file.max_body_bytes)
                 .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+            max_signal_bytes: self
+                .max_signal_bytes
+                .or(file.max_signal_bytes)
+                .unwrap_or(DEFAULT_MAX_SIGNAL_BYTES),
             metrics_addr: self.metrics_addr.or(file.metrics_addr),
             workflow_concurrency: self
                 .workflow_concurrency

@@ -279,6 +279,7 @@ impl Process {
             intake: self.intake.clone(),
             client: self.client.clone(),
             max_body_bytes: self.config.max_body_bytes,
+            max_signal_bytes: self.config.max_signal_bytes,
             audit_public_key: self.audit_key.as_ref().map(|k| *k.public_key()),
         });
         running.spawn("api", api.run(self.shutdown.clone()));

@@ -27,10 +27,10 @@ pub struct StreamLimits {
     pub max_message_size: i32,
 }
 
-/// Unbounded unless configured (`--stream-max-bytes`): NATS reserves a stream's
-/// `max_bytes` against its store when the stream is made, so a bound must be chosen for
-/// the deployment's NATS (the dev stack's 4 GB store holds hundreds of test prefixes).
-pub const DEFAULT_STREAM_MAX_BYTES: i64 = -1;
+/// 1 GiB per stream unless configured (`--stream-max-bytes`; -1 lifts the bound). NATS
+/// reserves a stream's `max_bytes` against its store's `max_file_store` when the stream
+/// is made, so a deployment's NATS needs room for five of these per prefix.
+pub const DEFAULT_STREAM_MAX_BYTES: i64 = 1 << 30;
 
 /// Creates the streams of DESIGN.md §4, or brings an existing one's limits up to
 /// `limits` (what `hcpflow migrate` does, and a server that migrates at start);

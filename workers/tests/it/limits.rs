@@ -74,9 +74,10 @@ async fn migrate_bounds_every_stream() {
         (config.max_bytes, config.num_replicas, config.discard)
     };
     use async_nats::jetstream::stream::DiscardPolicy;
+    // Bounded by default: 1 GiB each, one copy.
     for role in hcpflow_protocol::StreamRole::ALL {
-        let (_, replicas, _) = limits(js.clone(), subjects.stream(role)).await;
-        assert_eq!(replicas, 1, "{role:?}");
+        let (max_bytes, replicas, _) = limits(js.clone(), subjects.stream(role)).await;
+        assert_eq!((max_bytes, replicas), (1 << 30, 1), "{role:?}");
     }
     // Full, the witness refuses new checkpoints rather than drop old ones.
     let (_, _, discard) = limits(
@@ -175,4 +176,74 @@ async fn a_create_beyond_the_servers_policy_is_refused_before_anything_is_record
         assert!(message.contains(expected), "{expected}: {reply}");
         assert_eq!(server.status(&id).await, "?", "{id} was recorded");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signals_cannot_grow_a_workflows_log_without_bound() {
+    let Some(env) = stack("signals_cannot_grow_a_workflows_log_without_bound") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("siglimit");
+    let server = Server::start(env, &prefix, &["--max-signal-bytes", "210"]).await;
+    let id = format!("{prefix}-slow");
+    server
+        .start_workflow("noop_chain", &id, json!({"steps": 20, "sleep_ms": 200}))
+        .await;
+    let signal = |n: usize| json!({"workflow_id": id, "signal": "note", "payload": "x".repeat(n)});
+    // 4 + 62 bytes each (name and JSON payload): three fit in 210, a fourth does not.
+    for _ in 0..3 {
+        let accepted = server.api("signal", signal(60)).await;
+        assert_eq!(accepted, json!({"ok": true}));
+    }
+    for _ in 0..2 {
+        let refused = server.api("signal", signal(60)).await;
+        assert_eq!(refused["error"]["code"], "too_large", "{refused}");
+        let message = refused["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains("--max-signal-bytes"), "{refused}");
+    }
+    // A signal that still fits (4 + 2 bytes) is taken.
+    let small = server.api("signal", signal(0)).await;
+    assert_eq!(small, json!({"ok": true}));
+    assert_eq!(
+        server.wait_terminal(&id, Duration::from_secs(60)).await,
+        "completed"
+    );
+    let history = crate::histories::history(&server, &id).await;
+    let signals = history
+        .iter()
+        .filter(|e| e["type"] == "SignalReceived")
+        .count();
+    assert_eq!(signals, 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_is_recorded_once_however_often_it_is_asked_for() {
+    let Some(env) = stack("a_cancel_is_recorded_once_however_often_it_is_asked_for") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("cancelonce");
+    // Only the API runs: nothing acts on the cancel, so the workflow stays live.
+    let server = Server::start_worker(env, &prefix, "api", &[]).await;
+    let id = format!("{prefix}-x");
+    let started = server
+        .start_workflow("noop_chain", &id, json!({"steps": 1}))
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    for _ in 0..5 {
+        let cancelled = server
+            .api(
+                "cancel",
+                json!({"workflow_id": id, "reason": "r".repeat(1000)}),
+            )
+            .await;
+        assert_eq!(cancelled, json!({"ok": true, "status": "cancel_requested"}));
+    }
+    let history = crate::histories::history(&server, &id).await;
+    let cancels = history
+        .iter()
+        .filter(|e| e["type"] == "CancelRequested")
+        .count();
+    assert_eq!(cancels, 1, "{history:?}");
 }

@@ -76,10 +76,12 @@ pub(crate) fn unique(name: &str) -> String {
     )
 }
 
-/// One `hcpflow server` process under test.
+/// One `hcpflow server` (or `hcpflow worker`) process under test.
 pub(crate) struct Server {
     pub prefix: String,
     pub env: Vec<(String, String)>,
+    /// `server`, or `worker --role <roles>`.
+    command: Vec<String>,
     extra: Vec<String>,
     /// Where the server's log goes (at debug level), instead of the test's stderr.
     log: Option<std::path::PathBuf>,
@@ -106,6 +108,20 @@ impl Server {
         Self::launch(env, prefix, extra, client, None).await
     }
 
+    /// An `hcpflow worker` of only the given roles (comma-separated), instead of a server.
+    pub(crate) async fn start_worker(
+        env: Vec<(String, String)>,
+        prefix: &str,
+        roles: &str,
+        extra: &[&str],
+    ) -> Server {
+        let client = async_nats::connect(env_value(&env, "HCPFLOW_NATS_URL"))
+            .await
+            .unwrap();
+        let command = vec!["worker".to_owned(), "--role".to_owned(), roles.to_owned()];
+        Self::launch_command(env, prefix, command, extra, client, None).await
+    }
+
     /// As `start`, with the server's log at debug level appended to `log`.
     pub(crate) async fn start_logged(
         env: Vec<(String, String)>,
@@ -125,12 +141,25 @@ impl Server {
         client: async_nats::Client,
         log: Option<std::path::PathBuf>,
     ) -> Server {
+        let command = vec!["server".to_owned()];
+        Self::launch_command(env, prefix, command, extra, client, log).await
+    }
+
+    async fn launch_command(
+        env: Vec<(String, String)>,
+        prefix: &str,
+        command: Vec<String>,
+        extra: &[&str],
+        client: async_nats::Client,
+        log: Option<std::path::PathBuf>,
+    ) -> Server {
         let store = EventStore::connect(&env_value(&env, "HCPFLOW_DATABASE_URL"), 4)
             .await
             .unwrap();
         let mut server = Server {
             prefix: prefix.to_owned(),
             env,
+            command,
             extra: extra.iter().map(|s| (*s).to_owned()).collect(),
             log,
             child: None,
@@ -144,7 +173,7 @@ impl Server {
     async fn spawn(&mut self) {
         let mut command = Command::new(env!("CARGO_BIN_EXE_hcpflow"));
         command
-            .arg("server")
+            .args(&self.command)
             .arg("--prefix")
             .arg(&self.prefix)
             .args(&self.extra)
