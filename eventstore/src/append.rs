@@ -6,7 +6,7 @@
 //! (workflow id, seq) is the final arbiter: a unique violation is a conflict.
 
 use chrono::Utc;
-use hcpflow_engine::{ChainHash, Seq, WorkflowId, WorkflowStatus};
+use hcpflow_engine::{ChainHash, Seq, TenantId, WorkflowId, WorkflowStatus};
 use serde_json::Value;
 use sqlx::PgConnection;
 
@@ -31,6 +31,7 @@ pub struct NewWorkflow {
     /// Where every event of this workflow is published (the events stream); `None` for
     /// none.
     pub events_subject: Option<String>,
+    pub tenant: TenantId,
 }
 
 /// Everything one append writes.
@@ -143,6 +144,8 @@ pub struct Appended {
     /// start right after it: an earlier range is not marked yet). The caller keeps it
     /// for a later write, by when the earlier one may have arrived.
     pub events_range_refused: Option<PublishedRange>,
+    /// The workflow's tenant: where its events are published.
+    pub tenant: TenantId,
 }
 
 impl EventStore {
@@ -165,7 +168,7 @@ impl EventStore {
                 batch.expected_next_seq
             )));
         }
-        let mut chained = chain_events(&batch, ChainHash::GENESIS)?;
+        let mut chained = chain_events(&batch, ChainHash::GENESIS, &workflow.tenant)?;
         let mut tx = self.pool.begin().await?;
         let mut status = batch.status.unwrap_or(workflow.status);
         if let Some(key) = &workflow.concurrency_key {
@@ -184,8 +187,8 @@ impl EventStore {
         let inserted = sqlx::query(
             "INSERT INTO workflows (workflow_id, workflow_type, status, concurrency_key, parent_id,
                                     next_seq, head_hash, input_digest, output, error,
-                                    events_subject)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                                    events_subject, tenant)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
              ON CONFLICT (workflow_id) DO NOTHING",
         )
         .bind(batch.workflow_id.as_str())
@@ -199,18 +202,21 @@ impl EventStore {
         .bind(batch.output.as_ref())
         .bind(batch.error.as_ref())
         .bind(workflow.events_subject.as_deref())
+        .bind(workflow.tenant.as_str())
         .execute(&mut *tx)
         .await?;
         if inserted.rows_affected() == 0 {
             drop(tx);
-            let input_digest: Option<Option<String>> =
-                sqlx::query_scalar("SELECT input_digest FROM workflows WHERE workflow_id = $1")
+            let existing: Option<(Option<String>, String)> =
+                sqlx::query_as("SELECT input_digest, tenant FROM workflows WHERE workflow_id = $1")
                     .bind(batch.workflow_id.as_str())
                     .fetch_optional(&self.pool)
                     .await?;
+            let (input_digest, tenant) = existing.unwrap_or_default();
             return Err(Error::AlreadyExists {
                 workflow_id: batch.workflow_id.clone(),
-                input_digest: input_digest.flatten(),
+                input_digest,
+                tenant,
             });
         }
         chained.outbox = write_batch(&mut tx, &batch, &chained, None).await?.rows;
@@ -222,12 +228,13 @@ impl EventStore {
     /// Appends to an existing workflow's history at `batch.expected_next_seq`.
     pub async fn append(&self, batch: AppendBatch) -> Result<Appended> {
         let mut tx = self.pool.begin().await?;
-        let head: Option<(i64, Vec<u8>)> =
-            sqlx::query_as("SELECT next_seq, head_hash FROM workflows WHERE workflow_id = $1")
-                .bind(batch.workflow_id.as_str())
-                .fetch_optional(&mut *tx)
-                .await?;
-        let Some((next_seq, head_hash)) = head else {
+        let head: Option<(i64, Vec<u8>, String)> = sqlx::query_as(
+            "SELECT next_seq, head_hash, tenant FROM workflows WHERE workflow_id = $1",
+        )
+        .bind(batch.workflow_id.as_str())
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((next_seq, head_hash, tenant)) = head else {
             return Err(Error::NotFound(batch.workflow_id.clone()));
         };
         if next_seq != to_i64(batch.expected_next_seq) {
@@ -238,7 +245,13 @@ impl EventStore {
             seq: u64::try_from(next_seq - 1).unwrap_or(0),
             reason: format!("index head hash: {error}"),
         })?;
-        let appended = finish_append(&mut tx, &batch, prev, IndexAt::seq(next_seq)).await?;
+        let tenant = TenantId::new(tenant).map_err(|error| Error::Corrupt {
+            workflow_id: batch.workflow_id.to_string(),
+            seq: 0,
+            reason: format!("index tenant: {error}"),
+        })?;
+        let index = IndexAt::seq(next_seq, tenant);
+        let appended = finish_append(&mut tx, &batch, prev, index).await?;
         tx.commit().await?;
         Ok(appended)
     }
@@ -246,17 +259,20 @@ impl EventStore {
 
 /// Where the index must stand for an append to move it: the next seq the batch was
 /// decided on, and the status too when the decision depended on it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct IndexAt {
     pub next_seq: i64,
     pub status: Option<WorkflowStatus>,
+    /// The workflow's tenant (read with the index, never written by an append).
+    pub tenant: TenantId,
 }
 
 impl IndexAt {
-    pub(crate) fn seq(next_seq: i64) -> Self {
+    pub(crate) fn seq(next_seq: i64, tenant: TenantId) -> Self {
         Self {
             next_seq,
             status: None,
+            tenant,
         }
     }
 
@@ -264,6 +280,7 @@ impl IndexAt {
         Self {
             next_seq: to_i64(summary.next_seq),
             status: Some(summary.status),
+            tenant: summary.tenant.clone(),
         }
     }
 }
@@ -278,7 +295,7 @@ pub(crate) async fn finish_append(
     prev: ChainHash,
     index: IndexAt,
 ) -> Result<Appended> {
-    let chained = chain_events(batch, prev)?;
+    let chained = chain_events(batch, prev, &index.tenant)?;
     let written = write_batch(conn, batch, &chained, Some(index)).await?;
     let mut promoted = None;
     if let (Some(key), Some(status)) = (&written.concurrency_key, batch.status) {
@@ -315,7 +332,7 @@ fn conflict(batch: &AppendBatch, actual: Option<u64>) -> Error {
 }
 
 /// Gives every event of the batch its seq, timestamp, canonical bytes and chain links.
-fn chain_events(batch: &AppendBatch, mut prev: ChainHash) -> Result<Appended> {
+fn chain_events(batch: &AppendBatch, mut prev: ChainHash, tenant: &TenantId) -> Result<Appended> {
     if batch.events.is_empty() {
         return Err(Error::InvalidInput(format!(
             "an append to {} must carry at least one event",
@@ -348,6 +365,7 @@ fn chain_events(batch: &AppendBatch, mut prev: ChainHash) -> Result<Appended> {
         status: None,
         promoted: None,
         events_range_refused: None,
+        tenant: tenant.clone(),
     })
 }
 
@@ -524,7 +542,7 @@ pub(crate) async fn write_batch(
     .bind(&timer_seqs)
     .bind(&timer_kinds)
     .bind(&timer_due)
-    .bind(move_index_from.map(|index| index.next_seq))
+    .bind(move_index_from.as_ref().map(|index| index.next_seq))
     .bind(to_i64(chained.next_seq))
     .bind(chained.head_hash.as_bytes().as_slice())
     .bind(batch.status.map(WorkflowStatus::as_str))
@@ -532,7 +550,7 @@ pub(crate) async fn write_batch(
     .bind(batch.error.as_ref())
     .bind(batch.events_published.map(|range| to_i64(range.first)))
     .bind(batch.events_published.map(|range| to_i64(range.last)))
-    .bind(move_index_from.and_then(|index| index.status).map(WorkflowStatus::as_str))
+    .bind(move_index_from.as_ref().and_then(|index| index.status).map(WorkflowStatus::as_str))
     .bind(claimed_positions)
     .bind(batch.claimed_outbox.as_ref().map(|claim| claim.claimer.as_str()))
     .bind(batch.claimed_outbox.as_ref().map(|claim| claim.lease.as_secs_f64()))

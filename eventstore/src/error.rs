@@ -20,6 +20,8 @@ pub enum Error {
     AlreadyExists {
         workflow_id: WorkflowId,
         input_digest: Option<String>,
+        /// The existing workflow's tenant.
+        tenant: String,
     },
 
     #[error("workflow {0} not found")]

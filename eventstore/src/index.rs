@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use hcpflow_engine::{ChainHash, Seq, WorkflowId, WorkflowStatus};
+use hcpflow_engine::{ChainHash, Seq, TenantId, WorkflowId, WorkflowStatus};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -27,6 +27,8 @@ pub struct WorkflowSummary {
     pub error: Option<Value>,
     /// Why the workflow is `blocked` (nondeterminism, a panic, a corrupt history).
     pub blocked_reason: Option<String>,
+    /// Who owns it: every API read and write is scoped to the caller's tenant.
+    pub tenant: TenantId,
 }
 
 /// Which workflows to list; every set field must match.
@@ -38,6 +40,8 @@ pub struct WorkflowFilter {
     /// Only the workflows whose events go to subjects starting with this
     /// (`<prefix>.events.`): one deployment's, where several share the database.
     pub events_prefix: Option<String>,
+    /// Only this tenant's workflows.
+    pub tenant: Option<TenantId>,
 }
 
 /// One page of workflows, newest first.
@@ -62,12 +66,13 @@ pub(crate) type IndexRow = (
     Option<Value>,
     Option<Value>,
     Option<String>,
+    String,
 );
 
 pub(crate) const SELECT_INDEX: &str =
     "SELECT workflow_id, workflow_type, status, concurrency_key, parent_id,
                                    next_seq, head_hash, created_at, updated_at,
-                                   input_digest, output, error, blocked_reason
+                                   input_digest, output, error, blocked_reason, tenant
                               FROM workflows";
 
 impl EventStore {
@@ -109,6 +114,7 @@ impl EventStore {
                 AND ($3::text IS NULL OR concurrency_key = $3)
                 AND ($4::timestamptz IS NULL OR (created_at, workflow_id) < ($4, $5))
                 AND ($7::text IS NULL OR left(events_subject, length($7)) = $7)
+                AND ($8::text IS NULL OR tenant = $8)
               ORDER BY created_at DESC, workflow_id DESC
               LIMIT $6"
         ))
@@ -119,6 +125,7 @@ impl EventStore {
         .bind(after_id)
         .bind(i64::from(limit) + 1)
         .bind(filter.events_prefix.as_deref())
+        .bind(filter.tenant.as_ref().map(TenantId::as_str))
         .fetch_all(&self.pool)
         .await?;
         let mut workflows = rows
@@ -255,6 +262,7 @@ pub(crate) fn to_summary(row: IndexRow) -> Result<WorkflowSummary> {
         output,
         error,
         blocked_reason,
+        tenant,
     ) = row;
     let corrupt = |reason: String| Error::Corrupt {
         workflow_id: id.clone(),
@@ -283,5 +291,6 @@ pub(crate) fn to_summary(row: IndexRow) -> Result<WorkflowSummary> {
         output,
         error,
         blocked_reason,
+        tenant: TenantId::new(tenant).map_err(|e| corrupt(e.to_string()))?,
     })
 }

@@ -198,7 +198,7 @@ fn check_start(
     Ok(prev)
 }
 
-/// The index columns of a joined row (the first 13, in `SELECT_INDEX` order).
+/// The index columns of a joined row (the first 14, in `SELECT_INDEX` order).
 fn index_row(row: &PgRow) -> Result<IndexRow> {
     Ok((
         row.try_get(0)?,
@@ -214,5 +214,6 @@ fn index_row(row: &PgRow) -> Result<IndexRow> {
         row.try_get(10)?,
         row.try_get(11)?,
         row.try_get(12)?,
+        row.try_get(13)?,
     ))
 }

@@ -4,7 +4,7 @@
 //! for a name cannot both win.
 
 use chrono::{DateTime, Utc};
-use hcpflow_engine::WorkflowId;
+use hcpflow_engine::{TenantId, WorkflowId};
 
 use crate::error::{Error, Result};
 use crate::store::EventStore;
@@ -59,6 +59,8 @@ pub struct ClusterRecord {
     pub state: ClusterState,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// The tenant of the create workflow, which owns the cluster.
+    pub tenant: TenantId,
 }
 
 /// What registering a name found.
@@ -78,14 +80,17 @@ type Row = (
     String,
     DateTime<Utc>,
     DateTime<Utc>,
+    String,
 );
 
-const SELECT: &str =
-    "SELECT name, infra_id, namespace, create_workflow_id, state, created_at, updated_at
-                        FROM cluster_registry";
+const SELECT: &str = "SELECT r.name, r.infra_id, r.namespace, r.create_workflow_id, r.state,
+                               r.created_at, r.updated_at, COALESCE(w.tenant, 'default')
+                          FROM cluster_registry r
+                          LEFT JOIN workflows w ON w.workflow_id = r.create_workflow_id";
 
 fn record(row: Row) -> Result<ClusterRecord> {
-    let (name, infra_id, namespace, create_workflow_id, state, created_at, updated_at) = row;
+    let (name, infra_id, namespace, create_workflow_id, state, created_at, updated_at, tenant) =
+        row;
     Ok(ClusterRecord {
         name,
         infra_id,
@@ -95,6 +100,8 @@ fn record(row: Row) -> Result<ClusterRecord> {
         state: ClusterState::parse(&state)?,
         created_at,
         updated_at,
+        tenant: TenantId::new(tenant)
+            .map_err(|e| Error::InvalidInput(format!("registry row: {e}")))?,
     })
 }
 
@@ -145,7 +152,7 @@ impl EventStore {
         &self,
         create_workflow_id: &WorkflowId,
     ) -> Result<ClusterRecord> {
-        let row: Option<Row> = sqlx::query_as(&format!("{SELECT} WHERE create_workflow_id = $1"))
+        let row: Option<Row> = sqlx::query_as(&format!("{SELECT} WHERE r.create_workflow_id = $1"))
             .bind(create_workflow_id.as_str())
             .fetch_optional(&self.pool)
             .await?;
@@ -157,7 +164,7 @@ impl EventStore {
     /// The live (not destroyed) cluster of `name`, if any.
     pub async fn live_cluster(&self, name: &str) -> Result<Option<ClusterRecord>> {
         let row: Option<Row> = sqlx::query_as(&format!(
-            "{SELECT} WHERE name = $1 AND state <> 'destroyed'"
+            "{SELECT} WHERE r.name = $1 AND r.state <> 'destroyed'"
         ))
         .bind(name)
         .fetch_optional(&self.pool)
@@ -167,20 +174,23 @@ impl EventStore {
 
     /// Clusters, live ones first, then newest first; `name` keeps only that name (its
     /// live cluster and the destroyed ones before it); `include_destroyed` adds the
-    /// destroyed ones.
+    /// destroyed ones; `tenant` keeps only that tenant's.
     pub async fn list_clusters(
         &self,
         name: Option<&str>,
         include_destroyed: bool,
+        tenant: Option<&TenantId>,
         limit: u32,
     ) -> Result<Vec<ClusterRecord>> {
         let rows: Vec<Row> = sqlx::query_as(&format!(
-            "{SELECT} WHERE ($1 OR state <> 'destroyed') AND ($2::text IS NULL OR name = $2)
-              ORDER BY (state = 'destroyed'), created_at DESC LIMIT $3"
+            "{SELECT} WHERE ($1 OR r.state <> 'destroyed') AND ($2::text IS NULL OR r.name = $2)
+                        AND ($4::text IS NULL OR COALESCE(w.tenant, 'default') = $4)
+              ORDER BY (r.state = 'destroyed'), r.created_at DESC LIMIT $3"
         ))
         .bind(include_destroyed)
         .bind(name)
         .bind(i64::from(limit))
+        .bind(tenant.map(TenantId::as_str))
         .fetch_all(&self.pool)
         .await?;
         rows.into_iter().map(record).collect()

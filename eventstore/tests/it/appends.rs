@@ -154,6 +154,7 @@ async fn listing_filters_and_pages_newest_first() {
             parent_id: None,
             input_digest: None,
             events_subject: None,
+            tenant: hcpflow_engine::TenantId::default_tenant(),
         };
         store
             .create_workflow(
@@ -362,6 +363,7 @@ async fn a_concurrency_key_runs_one_workflow_at_a_time_in_order() {
         parent_id: None,
         input_digest: None,
         events_subject: None,
+        tenant: hcpflow_engine::TenantId::default_tenant(),
     };
     let mut ids = Vec::new();
     let mut statuses = Vec::new();

@@ -68,12 +68,18 @@ async fn one_live_cluster_per_name_until_it_is_destroyed() {
             .unwrap(),
         Registration::Registered(_)
     ));
-    let listed = store.list_clusters(None, true, 1000).await.unwrap();
+    let listed = store.list_clusters(None, true, None, 1000).await.unwrap();
     assert_eq!(listed.iter().filter(|c| c.name == name).count(), 2);
-    let named = store.list_clusters(Some(&name), true, 10).await.unwrap();
+    let named = store
+        .list_clusters(Some(&name), true, None, 10)
+        .await
+        .unwrap();
     assert_eq!(named.len(), 2);
     assert_eq!(named[0].state, ClusterState::Creating, "the live one first");
-    let live_only = store.list_clusters(Some(&name), false, 10).await.unwrap();
+    let live_only = store
+        .list_clusters(Some(&name), false, None, 10)
+        .await
+        .unwrap();
     assert_eq!(live_only.len(), 1);
 
     // Racing creates of a fresh name: exactly one wins.
@@ -99,4 +105,69 @@ async fn one_live_cluster_per_name_until_it_is_destroyed() {
         }
     }
     assert_eq!(winners, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_belongs_to_the_tenant_of_its_create_and_a_tenant_never_changes() {
+    let Some((_, store)) =
+        store("a_cluster_belongs_to_the_tenant_of_its_create_and_a_tenant_never_changes").await
+    else {
+        return;
+    };
+    use hcpflow_engine::{Seq, TenantId};
+    use hcpflow_eventstore::{AppendBatch, WorkflowFilter};
+    let acme = TenantId::new("acme").unwrap();
+    let globex = TenantId::new("globex").unwrap();
+    let create = crate::support::unique_id("tenant-create");
+    let mut workflow = crate::support::new_workflow("create_hosted_cluster");
+    workflow.tenant = acme.clone();
+    let batch = AppendBatch::new(create.clone(), Seq::FIRST, vec![crate::support::event(1)]);
+    store.create_workflow(&workflow, batch).await.unwrap();
+    assert_eq!(store.get_workflow(&create).await.unwrap().tenant, acme);
+
+    let name = unique("tenant-reg");
+    store
+        .register_cluster(&name, "infra-t", "clusters", &create)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.live_cluster(&name).await.unwrap().unwrap().tenant,
+        acme
+    );
+    let of = |tenant: &TenantId| {
+        let tenant = tenant.clone();
+        let store = store.clone();
+        let name = name.clone();
+        async move {
+            store
+                .list_clusters(Some(&name), true, Some(&tenant), 10)
+                .await
+                .unwrap()
+                .len()
+        }
+    };
+    assert_eq!(of(&acme).await, 1);
+    assert_eq!(of(&globex).await, 0);
+    let filter = |tenant: &TenantId| WorkflowFilter {
+        tenant: Some(tenant.clone()),
+        ..WorkflowFilter::default()
+    };
+    let listed = store
+        .list_workflows(&filter(&globex), 1000, None)
+        .await
+        .unwrap();
+    assert!(listed.workflows.iter().all(|w| w.workflow_id != create));
+    let listed = store
+        .list_workflows(&filter(&acme), 1000, None)
+        .await
+        .unwrap();
+    assert!(listed.workflows.iter().any(|w| w.workflow_id == create));
+
+    // Not even the server's own statements can move a workflow to another tenant.
+    let moved = sqlx::query("UPDATE workflows SET tenant = 'globex' WHERE workflow_id = $1")
+        .bind(create.as_str())
+        .execute(store.pool())
+        .await;
+    assert!(moved.is_err(), "{moved:?}");
+    assert_eq!(store.get_workflow(&create).await.unwrap().tenant, acme);
 }

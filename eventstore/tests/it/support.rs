@@ -104,6 +104,7 @@ pub(crate) fn new_workflow(workflow_type: &str) -> NewWorkflow {
         parent_id: None,
         input_digest: None,
         events_subject: None,
+        tenant: hcpflow_engine::TenantId::default_tenant(),
     }
 }
 

@@ -10,7 +10,7 @@ use crate::error::{ApiError, ErrorCode};
 use crate::replies::{HistoryEntry, WorkflowView};
 use crate::requests::{ApiRequest, DescribeRequest, HistoryRequest, ListRequest};
 use crate::subjects::Subjects;
-use hcpflow_engine::{Seq, WorkflowId};
+use hcpflow_engine::{Seq, TenantId, WorkflowId};
 
 /// How long one request may wait for its reply.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -41,20 +41,30 @@ pub enum CallError {
 pub struct ApiClient {
     pub client: async_nats::Client,
     pub subjects: Subjects,
+    /// The tenant every request acts for (its subjects, `<prefix>.api.v1.<tenant>.*`).
+    pub tenant: TenantId,
 }
 
 impl ApiClient {
-    pub async fn connect(config: &NatsConfig, prefix: &str) -> anyhow::Result<Self> {
+    pub async fn connect(
+        config: &NatsConfig,
+        prefix: &str,
+        tenant: TenantId,
+    ) -> anyhow::Result<Self> {
         let subjects = Subjects::new(prefix)?;
         let client = connect(config, "hcpflow-cli").await?;
-        Ok(Self { client, subjects })
+        Ok(Self {
+            client,
+            subjects,
+            tenant,
+        })
     }
 
-    /// Sends `body` to `<prefix>.api.v1.<verb>`; the reply's fields without `ok`.
+    /// Sends `body` to the tenant's `<verb>` subject; the reply's fields without `ok`.
     pub async fn call(&self, verb: &str, body: Value) -> Result<Value, CallError> {
         use async_nats::RequestErrorKind;
 
-        let subject = self.subjects.api(verb);
+        let subject = self.subjects.tenant_api(&self.tenant, verb);
         let payload = serde_json::to_vec(&body).unwrap_or_default();
         let request = async_nats::Request::new()
             .payload(payload.into())
@@ -100,7 +110,7 @@ impl ApiClient {
         let body = serde_json::to_value(request).unwrap_or_default();
         let reply = self.call(R::VERB, body).await?;
         serde_json::from_value(reply).map_err(|error| CallError::Unexpected {
-            subject: self.subjects.api(R::VERB),
+            subject: self.subjects.tenant_api(&self.tenant, R::VERB),
             message: error.to_string(),
         })
     }

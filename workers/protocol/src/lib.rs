@@ -27,8 +27,8 @@ pub use replies::{
     ListReply, StartReply, StartStatus, WorkflowView,
 };
 pub use requests::{
-    ApiRequest, CancelRequest, ClustersRequest, DescribeRequest, HistoryRequest, ListRequest,
-    SignalRequest, StartRequest, VerifyRequest, VERBS,
+    ApiRequest, CancelRequest, ClustersRequest, DescribeRequest, DestroyRequest, HistoryRequest,
+    ListRequest, SignalRequest, StartRequest, VerifyRequest, VERBS,
 };
 pub use subjects::{InvalidPrefix, StreamRole, Subjects};
 pub use tasks::{ActivityTaskMessage, ChildDone, WorkflowTask, PARENT_HEADER};

@@ -21,8 +21,9 @@ pub trait ApiRequest: Serialize {
 }
 
 /// Every verb the API answers, in the order DESIGN.md §4 lists them.
-pub const VERBS: [&str; 8] = [
+pub const VERBS: [&str; 9] = [
     StartRequest::VERB,
+    DestroyRequest::VERB,
     DescribeRequest::VERB,
     ListRequest::VERB,
     HistoryRequest::VERB,
@@ -47,6 +48,18 @@ pub struct StartRequest {
 
 impl ApiRequest for StartRequest {
     const VERB: &'static str = "start";
+    type Reply = StartReply;
+}
+
+/// Starts a destroying workflow type (`destroy_hosted_cluster`): the body of a start,
+/// on a verb of its own so that NATS permissions can give it to admins alone (`start`
+/// refuses these types).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DestroyRequest(pub StartRequest);
+
+impl ApiRequest for DestroyRequest {
+    const VERB: &'static str = "destroy";
     type Reply = StartReply;
 }
 

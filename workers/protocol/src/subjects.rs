@@ -1,5 +1,7 @@
 //! Subject and stream names, all derived from one configurable prefix (DESIGN.md §4).
 
+use hcpflow_engine::{IdError, TenantId};
+
 /// The prefix was not a single NATS subject token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the subject prefix must be 1-64 characters of A-Z, a-z, 0-9, '_' and '-', got {0:?}")]
@@ -62,24 +64,68 @@ impl Subjects {
         &self.prefix
     }
 
-    /// `<prefix>.api.v1.<verb>`.
+    /// `<prefix>.api.v1.<verb>`: the default tenant's API.
     pub fn api(&self, verb: &str) -> String {
         format!("{}.api.v1.{verb}", self.prefix)
+    }
+
+    /// `<prefix>.api.v1.<tenant>.<verb>`; the default tenant's is `api(verb)` (its
+    /// `<prefix>.api.v1.default.<verb>` is served too).
+    pub fn tenant_api(&self, tenant: &TenantId, verb: &str) -> String {
+        if tenant.is_default() {
+            self.api(verb)
+        } else {
+            format!("{}.api.v1.{tenant}.{verb}", self.prefix)
+        }
     }
 
     pub fn api_all(&self) -> String {
         format!("{}.api.v1.>", self.prefix)
     }
 
-    /// The verb of an API subject, if it is one.
-    pub fn api_verb<'s>(&self, subject: &'s str) -> Option<&'s str> {
-        subject
+    /// The tenant and verb of an API subject, if it is one: `<prefix>.api.v1.<verb>` is
+    /// the default tenant's; `<prefix>.api.v1.<tenant>.<verb>` names its tenant, which
+    /// may be invalid (the caller answers that).
+    pub fn api_route<'s>(&self, subject: &'s str) -> Option<(Result<TenantId, IdError>, &'s str)> {
+        let rest = subject
             .strip_prefix(self.prefix.as_str())
-            .and_then(|rest| rest.strip_prefix(".api.v1."))
+            .and_then(|rest| rest.strip_prefix(".api.v1."))?;
+        Some(match rest.split_once('.') {
+            Some((tenant, verb)) => (TenantId::new(tenant), verb),
+            None => (Ok(TenantId::default_tenant()), rest),
+        })
     }
 
+    /// The default tenant's submit subject, `<prefix>.submit.v1.start`.
     pub fn submit_start(&self) -> String {
         format!("{}.submit.v1.start", self.prefix)
+    }
+
+    /// `<prefix>.submit.v1.<tenant>.start`; the default tenant's is `submit_start()`.
+    pub fn tenant_submit_start(&self, tenant: &TenantId) -> String {
+        if tenant.is_default() {
+            self.submit_start()
+        } else {
+            format!("{}.submit.v1.{tenant}.start", self.prefix)
+        }
+    }
+
+    /// The filter of every named tenant's submissions (`submit_start()` not included:
+    /// work-queue consumers may not overlap).
+    pub fn tenant_submit_all(&self) -> String {
+        format!("{}.submit.v1.*.start", self.prefix)
+    }
+
+    /// The tenant a submission was sent for.
+    pub fn submit_tenant(&self, subject: &str) -> Result<TenantId, IdError> {
+        match subject
+            .strip_prefix(self.prefix.as_str())
+            .and_then(|rest| rest.strip_prefix(".submit.v1."))
+            .and_then(|rest| rest.strip_suffix(".start"))
+        {
+            Some(tenant) => TenantId::new(tenant),
+            None => Ok(TenantId::default_tenant()),
+        }
     }
 
     pub fn submit_all(&self) -> String {
@@ -98,8 +144,14 @@ impl Subjects {
         format!("{}.task.>", self.prefix)
     }
 
-    pub fn events(&self, workflow_id: &str) -> String {
-        format!("{}.events.{workflow_id}", self.prefix)
+    /// `<prefix>.events.<tenant>.<workflow_id>`; the default tenant's workflows keep
+    /// `<prefix>.events.<workflow_id>`.
+    pub fn events(&self, tenant: &TenantId, workflow_id: &str) -> String {
+        if tenant.is_default() {
+            format!("{}.events.{workflow_id}", self.prefix)
+        } else {
+            format!("{}.events.{tenant}.{workflow_id}", self.prefix)
+        }
     }
 
     pub fn events_all(&self) -> String {
@@ -141,8 +193,32 @@ mod tests {
     fn names_follow_the_prefix() {
         let s = Subjects::new("hcpflow").unwrap();
         assert_eq!(s.api("start"), "hcpflow.api.v1.start");
-        assert_eq!(s.api_verb("hcpflow.api.v1.describe"), Some("describe"));
-        assert_eq!(s.api_verb("other.api.v1.describe"), None);
+        let route = |subject| {
+            s.api_route(subject)
+                .map(|(t, v)| (t.map(|t| t.to_string()), v))
+        };
+        assert_eq!(
+            route("hcpflow.api.v1.describe"),
+            Some((Ok("default".into()), "describe"))
+        );
+        assert_eq!(
+            route("hcpflow.api.v1.acme.describe"),
+            Some((Ok("acme".into()), "describe"))
+        );
+        assert!(matches!(
+            route("hcpflow.api.v1.ACME.list"),
+            Some((Err(_), "list"))
+        ));
+        assert_eq!(route("other.api.v1.describe"), None);
+        let acme = TenantId::new("acme").unwrap();
+        let default = TenantId::default_tenant();
+        assert_eq!(s.tenant_api(&acme, "list"), "hcpflow.api.v1.acme.list");
+        assert_eq!(s.tenant_api(&default, "list"), "hcpflow.api.v1.list");
+        assert_eq!(s.events(&acme, "w1"), "hcpflow.events.acme.w1");
+        assert_eq!(s.events(&default, "w1"), "hcpflow.events.w1");
+        assert_eq!(s.tenant_submit_start(&acme), "hcpflow.submit.v1.acme.start");
+        assert_eq!(s.submit_tenant("hcpflow.submit.v1.acme.start"), Ok(acme));
+        assert_eq!(s.submit_tenant("hcpflow.submit.v1.start"), Ok(default));
         assert_eq!(s.submit_start(), "hcpflow.submit.v1.start");
         assert_eq!(s.activity_tasks("default"), "hcpflow.task.activity.default");
         assert_eq!(s.stream(StreamRole::Tasks), "HCPFLOW_TASKS");

@@ -4,8 +4,8 @@
 
 use hcpflow_engine::{Seq, WorkflowId, WorkflowStatus};
 use hcpflow_protocol::{
-    ApiError, CancelRequest, ClustersRequest, DescribeRequest, HistoryRequest, ListRequest,
-    SignalRequest, StartRequest, VerifyRequest,
+    ApiError, CancelRequest, ClustersRequest, DescribeRequest, DestroyRequest, HistoryRequest,
+    ListRequest, SignalRequest, StartRequest, VerifyRequest,
 };
 use serde_json::{Map, Value};
 
@@ -40,6 +40,12 @@ impl FromFields for StartRequest {
                 parent,
             });
         finish(problems, request)
+    }
+}
+
+impl FromFields for DestroyRequest {
+    fn from_fields(fields: &Fields) -> Result<Self, ApiError> {
+        StartRequest::from_fields(fields).map(DestroyRequest)
     }
 }
 

@@ -10,7 +10,7 @@ use chrono::SubsecRound;
 use hcpflow_engine::event::{HistoryEvent, WorkflowStarted};
 use hcpflow_engine::{
     canonical, input_purpose, run_workflow_task, Binding, Event, Keyring, OsEntropy, Sealed, Seq,
-    Timestamp, WorkflowId, WorkflowStatus,
+    TenantId, Timestamp, WorkflowId, WorkflowStatus,
 };
 use hcpflow_eventstore::NewWorkflow;
 use rand::RngCore;
@@ -33,10 +33,21 @@ pub struct Intake {
     pub admission: AdmissionPolicy,
 }
 
+/// Which verb asks for a start: `destroy` is the only way to start a destructive type,
+/// so that NATS permissions can give it to admins alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartVerb {
+    Start,
+    Destroy,
+}
+
 impl Intake {
-    /// Validates, seals and records a start.
+    /// Validates, seals and records a start for `caller`'s tenant (a child's is its
+    /// parent's).
     pub async fn start(
         &self,
+        caller: &TenantId,
+        verb: StartVerb,
         request: StartRequest,
     ) -> Result<(WorkflowId, StartStatus), ApiError> {
         let info = self.catalog.info(&request.workflow_type).ok_or_else(|| {
@@ -49,14 +60,30 @@ impl Intake {
                 ),
             )
         })?;
+        match (info.destructive, verb) {
+            (true, StartVerb::Start) => {
+                return Err(ApiError::invalid(format!(
+                    "{} is started with the destroy verb (<prefix>.api.v1[.<tenant>].destroy), which NATS permissions give to admins",
+                    request.workflow_type
+                )))
+            }
+            (false, StartVerb::Destroy) => {
+                return Err(ApiError::invalid(format!(
+                    "destroy starts a destroying workflow type ({}), not {}",
+                    self.catalog.destructive_names().join(", "),
+                    request.workflow_type
+                )))
+            }
+            _ => {}
+        }
         if has_sealed_secret(&request.input, &info.secret_pointers) {
-            return self.sealed_resubmission(&request).await;
+            return self.sealed_resubmission(caller, &request).await;
         }
         let id = match &request.workflow_id {
             Some(id) => id.clone(),
             None => generated_id(),
         };
-        self.check_child_claims(&id, &request).await?;
+        let tenant = self.check_child_claims(caller, &id, &request).await?;
         (info.validate)(&request.input)
             .map_err(|problems| ApiError::invalid(problems.join("; ")))?;
         let beyond = self.admission.check(&request.workflow_type, &request.input);
@@ -77,7 +104,10 @@ impl Intake {
             None => None,
         };
         if let (true, Some(name)) = (info.claims_cluster_name, &concurrency_key) {
-            self.check_name_is_free(name, &id).await?;
+            self.check_name_is_free(&tenant, name, &id).await?;
+        }
+        if let (true, Some(name)) = (info.acts_on_cluster_name, &concurrency_key) {
+            self.check_cluster_is_the_tenants(&tenant, name).await?;
         }
         let digest = self.digest(&request.workflow_type, &request.input);
         let input = seal_fields(
@@ -101,10 +131,20 @@ impl Intake {
             concurrency_key,
             parent_id: request.parent.map(|p| p.workflow_id),
             input_digest: Some(digest.clone()),
-            events_subject: Some(self.journal.outgoing.subjects.events(id.as_str())),
+            events_subject: Some(self.journal.outgoing.subjects.events(&tenant, id.as_str())),
+            tenant: tenant.clone(),
         };
         match self.journal.create(&workflow, &id, write, now).await {
             Ok(_) => Ok((id, StartStatus::Started)),
+            // Another tenant's workflow: say no more than that the id is taken.
+            Err(hcpflow_eventstore::Error::AlreadyExists { tenant: owner, .. })
+                if owner != tenant.as_str() =>
+            {
+                Err(ApiError::new(
+                    ErrorCode::Conflict,
+                    format!("workflow id {id} is taken"),
+                ))
+            }
             Err(hcpflow_eventstore::Error::AlreadyExists { input_digest, .. })
                 if input_digest.as_deref() == Some(&digest) =>
             {
@@ -121,8 +161,18 @@ impl Intake {
     /// A create of a name whose cluster is live is refused, unless it is this same
     /// create again (an idempotent resubmission). Two creates racing past this check
     /// are still serialized by the concurrency key, and the loser's registration fails.
-    async fn check_name_is_free(&self, name: &str, id: &WorkflowId) -> Result<(), ApiError> {
+    async fn check_name_is_free(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        id: &WorkflowId,
+    ) -> Result<(), ApiError> {
         match self.journal.store.live_cluster(name).await.map_err(store_error)? {
+            // Another tenant's cluster: nothing about it but that the name is taken.
+            Some(live) if &live.tenant != tenant => Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!("cluster name {name} is taken"),
+            )),
             Some(live) if &live.create_workflow_id != id => Err(ApiError::new(
                 ErrorCode::Conflict,
                 format!(
@@ -131,6 +181,28 @@ impl Intake {
                     live.state.as_str(),
                     live.create_workflow_id
                 ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// A workflow acting on a cluster (scale, destroy) acts only on its tenant's: another
+    /// tenant's cluster is as good as absent.
+    async fn check_cluster_is_the_tenants(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+    ) -> Result<(), ApiError> {
+        match self
+            .journal
+            .store
+            .live_cluster(name)
+            .await
+            .map_err(store_error)?
+        {
+            Some(live) if &live.tenant != tenant => Err(ApiError::new(
+                ErrorCode::NotFound,
+                format!("cluster {name} not found"),
             )),
             _ => Ok(()),
         }
@@ -187,16 +259,20 @@ impl Intake {
     /// (`ChildStarted` at that seq, with this id, type and input); a start that does not
     /// say so may not take an id a parent's history reserved for its child. Clients can
     /// reach the submit stream, so neither claim is taken on trust.
+    ///
+    /// Returns the tenant the workflow belongs to: the caller's, or for a child its
+    /// parent's (a named tenant may not start a child of another tenant's workflow).
     async fn check_child_claims(
         &self,
+        caller: &TenantId,
         id: &WorkflowId,
         request: &StartRequest,
-    ) -> Result<(), ApiError> {
+    ) -> Result<TenantId, ApiError> {
         let (parent, seq, claimed) = match &request.parent {
             Some(link) => (link.workflow_id.clone(), link.seq, true),
             None => match child_form(id) {
                 Some(reserved) => (reserved.0, reserved.1, false),
-                None => return Ok(()),
+                None => return Ok(caller.clone()),
             },
         };
         // Only the event at `seq` matters: one row, not the parent's whole history.
@@ -219,7 +295,7 @@ impl Intake {
             _ => None,
         };
         match (started, claimed) {
-            (None, false) => Ok(()),
+            (None, false) => Ok(caller.clone()),
             (Some(_), false) => Err(ApiError::new(
                 ErrorCode::Conflict,
                 format!("workflow id {id} is reserved for a child of workflow {parent}"),
@@ -228,7 +304,16 @@ impl Intake {
                 if started.workflow_type == request.workflow_type
                     && started.input_digest == hcpflow_engine::event::digest(&request.input) =>
             {
-                Ok(())
+                let owner = match self.journal.store.get_workflow(&parent).await {
+                    Ok(summary) => summary.tenant,
+                    Err(error) => return Err(store_error(error)),
+                };
+                if !caller.is_default() && &owner != caller {
+                    return Err(ApiError::invalid(format!(
+                        "parent: workflow {parent} did not start {id} at seq {seq} with this type and input"
+                    )));
+                }
+                Ok(owner)
             }
             (_, true) => Err(ApiError::invalid(format!(
                 "parent: workflow {parent} did not start {id} at seq {seq} with this type and input"
@@ -243,6 +328,7 @@ impl Intake {
     /// answered `already_started`.
     async fn sealed_resubmission(
         &self,
+        caller: &TenantId,
         request: &StartRequest,
     ) -> Result<(WorkflowId, StartStatus), ApiError> {
         let refused = || {
@@ -251,6 +337,11 @@ impl Intake {
             )
         };
         let id = request.workflow_id.clone().ok_or_else(refused)?;
+        match self.journal.store.get_workflow(&id).await {
+            Ok(summary) if &summary.tenant == caller => {}
+            Ok(_) | Err(hcpflow_eventstore::Error::NotFound(_)) => return Err(refused()),
+            Err(error) => return Err(store_error(error)),
+        }
         let page = match self.journal.store.read_history(&id, Seq::FIRST, 1).await {
             Ok(page) => page,
             Err(hcpflow_eventstore::Error::NotFound(_)) => return Err(refused()),

@@ -8,19 +8,20 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use hcpflow_engine::event::{CancelRequested, SignalReceived};
-use hcpflow_engine::{Event, HistoryEvent, Seq, WorkflowId};
-use hcpflow_eventstore::WorkflowFilter;
+use hcpflow_engine::{Event, HistoryEvent, Seq, TenantId, WorkflowId};
+use hcpflow_eventstore::{Error as StoreError, WorkflowFilter, WorkflowSummary};
 use serde_json::{json, Map, Value};
 use tokio::sync::{watch, Semaphore};
 
 use crate::api::fields::{Fields, DEFAULT_PAGE};
-use crate::api::intake::Intake;
+use crate::api::intake::{Intake, StartVerb};
 use crate::api::views::{cluster_view, history_entry, store_error, workflow_view};
 use crate::runtime::journal::Write;
 use hcpflow_protocol::subjects::StreamRole;
 use hcpflow_protocol::{
     ok_reply, parse_body, ApiError, ApiRequest, CancelRequest, ClustersRequest, DescribeRequest,
-    ErrorCode, HistoryRequest, ListRequest, SignalRequest, StartRequest, VerifyRequest,
+    DestroyRequest, ErrorCode, HistoryRequest, ListRequest, SignalRequest, StartRequest,
+    VerifyRequest,
 };
 
 #[derive(Debug)]
@@ -67,15 +68,18 @@ impl Api {
             return;
         };
         self.intake.journal.metrics.api_requests.inc();
-        let verb = self
+        let (tenant, verb) = self
             .intake
             .journal
             .outgoing
             .subjects
-            .api_verb(&request.subject)
-            .unwrap_or("")
-            .to_owned();
-        let reply = match self.handle(&verb, &request.payload).await {
+            .api_route(&request.subject)
+            .unwrap_or((Ok(TenantId::default_tenant()), ""));
+        let answer = match tenant {
+            Ok(tenant) => self.handle(&tenant, verb, &request.payload).await,
+            Err(error) => Err(ApiError::invalid(format!("the subject's tenant: {error}"))),
+        };
+        let reply = match answer {
             Ok(fields) => ok_reply(fields),
             Err(error) => {
                 self.intake.journal.metrics.api_errors.inc();
@@ -89,44 +93,70 @@ impl Api {
         }
     }
 
-    /// Handles one request body for `verb`.
-    pub async fn handle(&self, verb: &str, body: &[u8]) -> Result<Value, ApiError> {
+    /// Handles one request body for `verb`, from a caller acting for `tenant`: every
+    /// read and write is the tenant's alone (another tenant's workflow is `not_found`).
+    pub async fn handle(
+        &self,
+        tenant: &TenantId,
+        verb: &str,
+        body: &[u8],
+    ) -> Result<Value, ApiError> {
         let fields = Fields(parse_body(body, self.max_body_bytes)?);
         match verb {
-            StartRequest::VERB => self.start(fields.read()?).await,
-            DescribeRequest::VERB => self.describe(fields.read()?).await,
-            ListRequest::VERB => self.list(fields.read()?).await,
-            HistoryRequest::VERB => self.history(fields.read()?).await,
-            SignalRequest::VERB => self.signal(fields.read()?).await,
-            CancelRequest::VERB => self.cancel(fields.read()?).await,
-            ClustersRequest::VERB => self.clusters(fields.read()?).await,
-            VerifyRequest::VERB => self.verify(fields.read()?).await,
+            StartRequest::VERB => self.start(tenant, StartVerb::Start, fields.read()?).await,
+            DestroyRequest::VERB => {
+                let DestroyRequest(request) = fields.read()?;
+                self.start(tenant, StartVerb::Destroy, request).await
+            }
+            DescribeRequest::VERB => self.describe(tenant, fields.read()?).await,
+            ListRequest::VERB => self.list(tenant, fields.read()?).await,
+            HistoryRequest::VERB => self.history(tenant, fields.read()?).await,
+            SignalRequest::VERB => self.signal(tenant, fields.read()?).await,
+            CancelRequest::VERB => self.cancel(tenant, fields.read()?).await,
+            ClustersRequest::VERB => self.clusters(tenant, fields.read()?).await,
+            VerifyRequest::VERB => self.verify(tenant, fields.read()?).await,
             other => Err(ApiError::invalid(format!(
-                "unknown verb {other:?}; the API has start, signal, cancel, describe, list, history, clusters and verify"
+                "unknown verb {other:?}; the API has {}",
+                hcpflow_protocol::VERBS.join(", ")
             ))),
         }
     }
 
-    async fn start(&self, request: StartRequest) -> Result<Value, ApiError> {
-        let (id, status) = self.intake.start(request).await?;
+    async fn start(
+        &self,
+        tenant: &TenantId,
+        verb: StartVerb,
+        request: StartRequest,
+    ) -> Result<Value, ApiError> {
+        let (id, status) = self.intake.start(tenant, verb, request).await?;
         Ok(json!({"workflow_id": id.as_str(), "status": status.as_str()}))
     }
 
-    async fn describe(&self, request: DescribeRequest) -> Result<Value, ApiError> {
-        let summary = self
-            .store()
-            .get_workflow(&request.workflow_id)
-            .await
-            .map_err(store_error)?;
+    /// The workflow's summary, if it is `tenant`'s; another tenant's is not found.
+    async fn owned(&self, tenant: &TenantId, id: &WorkflowId) -> Result<WorkflowSummary, ApiError> {
+        match self.store().get_workflow(id).await {
+            Ok(summary) if &summary.tenant == tenant => Ok(summary),
+            Ok(_) => Err(store_error(StoreError::NotFound(id.clone()))),
+            Err(error) => Err(store_error(error)),
+        }
+    }
+
+    async fn describe(
+        &self,
+        tenant: &TenantId,
+        request: DescribeRequest,
+    ) -> Result<Value, ApiError> {
+        let summary = self.owned(tenant, &request.workflow_id).await?;
         Ok(json!({"workflow": workflow_view(&summary)}))
     }
 
-    async fn list(&self, request: ListRequest) -> Result<Value, ApiError> {
+    async fn list(&self, tenant: &TenantId, request: ListRequest) -> Result<Value, ApiError> {
         let filter = WorkflowFilter {
             status: request.status,
             workflow_type: request.workflow_type,
             concurrency_key: request.concurrency_key,
             events_prefix: None,
+            tenant: Some(tenant.clone()),
         };
         let limit = request.limit.unwrap_or(DEFAULT_PAGE);
         let page = self
@@ -142,12 +172,17 @@ impl Api {
 
     /// The cluster registry: live clusters (and with `include_destroyed`, destroyed
     /// ones), newest first; `name` narrows it to one name.
-    async fn clusters(&self, request: ClustersRequest) -> Result<Value, ApiError> {
+    async fn clusters(
+        &self,
+        tenant: &TenantId,
+        request: ClustersRequest,
+    ) -> Result<Value, ApiError> {
         let clusters = self
             .store()
             .list_clusters(
                 request.name.as_deref(),
                 request.include_destroyed,
+                Some(tenant),
                 request.limit.unwrap_or(DEFAULT_PAGE),
             )
             .await
@@ -160,9 +195,9 @@ impl Api {
     /// signed checkpoint in Postgres and on the witness stream, the history's hash at
     /// each checkpoint's seq, the workflow's status, and this server's audit public key.
     /// Checking the signatures is the caller's job, with the key it trusts.
-    async fn verify(&self, request: VerifyRequest) -> Result<Value, ApiError> {
+    async fn verify(&self, tenant: &TenantId, request: VerifyRequest) -> Result<Value, ApiError> {
         let id = request.workflow_id;
-        let summary = self.store().get_workflow(&id).await.map_err(store_error)?;
+        let summary = self.owned(tenant, &id).await?;
         let mut reply = match self.store().verify_history(&id).await {
             Ok(verified) => json!({
                 "verified": true,
@@ -242,7 +277,7 @@ impl Api {
         }
     }
 
-    async fn history(&self, request: HistoryRequest) -> Result<Value, ApiError> {
+    async fn history(&self, tenant: &TenantId, request: HistoryRequest) -> Result<Value, ApiError> {
         let id = request.workflow_id;
         // The cursor was checked when the request was read.
         let from = match &request.cursor {
@@ -252,7 +287,7 @@ impl Api {
         let limit = request.limit.unwrap_or(DEFAULT_PAGE);
         let raw = request.raw;
         // Distinguish "no such workflow" from "no events from here".
-        self.store().get_workflow(&id).await.map_err(store_error)?;
+        self.owned(tenant, &id).await?;
         let page = self
             .store()
             .read_history(&id, from, limit)
@@ -276,7 +311,7 @@ impl Api {
         }))
     }
 
-    async fn signal(&self, request: SignalRequest) -> Result<Value, ApiError> {
+    async fn signal(&self, tenant: &TenantId, request: SignalRequest) -> Result<Value, ApiError> {
         let SignalRequest {
             workflow_id: id,
             signal: name,
@@ -285,7 +320,7 @@ impl Api {
         let size = signal_bytes(&name, &payload);
         let limit = self.max_signal_bytes;
         let mut over_budget = None;
-        self.append_input(&id, |history| {
+        self.append_input(tenant, &id, |history| {
             over_budget = None;
             let received: usize = history
                 .iter()
@@ -323,12 +358,12 @@ impl Api {
 
     /// Records the request once: a second cancel of the same workflow writes nothing
     /// more into its log.
-    async fn cancel(&self, request: CancelRequest) -> Result<Value, ApiError> {
+    async fn cancel(&self, tenant: &TenantId, request: CancelRequest) -> Result<Value, ApiError> {
         let CancelRequest {
             workflow_id: id,
             reason,
         } = request;
-        self.append_input(&id, |history| {
+        self.append_input(tenant, &id, |history| {
             let already = history
                 .iter()
                 .any(|recorded| matches!(recorded.event, Event::CancelRequested(_)));
@@ -347,14 +382,20 @@ impl Api {
     /// where this process runs workflow code, its reaction) in one transaction.
     async fn append_input(
         &self,
+        tenant: &TenantId,
         id: &WorkflowId,
         mut event: impl FnMut(&[HistoryEvent]) -> Option<Event> + Send,
     ) -> Result<(), ApiError> {
         let mut ended = None;
+        let mut foreign = false;
         let step = self
             .intake
             .journal
             .step(id, |summary, history| {
+                foreign = &summary.tenant != tenant;
+                if foreign {
+                    return None;
+                }
                 if summary.status.is_terminal() {
                     ended = Some(summary.status);
                     return None;
@@ -366,6 +407,9 @@ impl Api {
             })
             .await
             .map_err(store_error)?;
+        if foreign {
+            return Err(store_error(StoreError::NotFound(id.clone())));
+        }
         if let (true, Some(status)) = (step.nothing_to_do, ended) {
             return Err(ApiError::new(
                 ErrorCode::Conflict,

@@ -11,11 +11,11 @@ use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use crate::api::fields::Fields;
-use crate::api::intake::Intake;
+use crate::api::intake::{Intake, StartVerb};
 use crate::runtime::nats::Deliveries;
 use hcpflow_protocol::{parse_body, ApiError, ErrorCode, StartRequest};
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Submissions {
     pub intake: Arc<Intake>,
     pub max_body_bytes: usize,
@@ -64,7 +64,17 @@ impl Submissions {
         if request.workflow_id.is_none() {
             request.workflow_id = submission_id(message);
         }
-        self.intake.start(request).await.map(|_| ())
+        let tenant = self
+            .intake
+            .journal
+            .outgoing
+            .subjects
+            .submit_tenant(&message.subject)
+            .map_err(|error| ApiError::invalid(format!("the subject's tenant: {error}")))?;
+        self.intake
+            .start(&tenant, StartVerb::Start, request)
+            .await
+            .map(|_| ())
     }
 
     async fn dead_letter(

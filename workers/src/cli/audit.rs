@@ -78,10 +78,7 @@ pub enum AuditCommand {
 
 impl AuditCommand {
     pub async fn run(self, client: &ClientArgs) -> anyhow::Result<()> {
-        let connect = || async {
-            let (nats, prefix) = client.nats()?;
-            ApiClient::connect(&nats, &prefix).await
-        };
+        let connect = || client.api();
         match self {
             AuditCommand::Verify {
                 key,

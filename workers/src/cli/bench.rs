@@ -71,6 +71,7 @@ pub async fn run(
     let api = ApiClient {
         client: hcpflow_protocol::connect(nats_config, "hcpflow-bench").await?,
         subjects: Subjects::new(prefix)?,
+        tenant: hcpflow_engine::TenantId::default_tenant(),
     };
     let waiters: Waiters = Arc::new(Mutex::new(HashMap::new()));
     let router = route_terminal_events(&api, waiters.clone()).await?;

@@ -12,7 +12,8 @@ use crate::cli::follow::{completed, follow, Followed};
 use crate::cli::progress::{seconds, Outcome, Progress};
 use hcpflow_engine::{WorkflowId, WorkflowStatus};
 use hcpflow_protocol::{
-    ApiClient, ClusterView, ClustersRequest, ListRequest, StartRequest, WorkflowView,
+    ApiClient, ApiRequest, ClusterView, ClustersRequest, DestroyRequest, ListRequest, StartRequest,
+    WorkflowView,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -147,14 +148,18 @@ async fn submit(
 ) -> anyhow::Result<()> {
     let json_output = wait.output.output == OutputFormat::Json;
     let workflow_id = WorkflowId::new(new_workflow_id(verb, name))?;
-    let reply = api
-        .request(&StartRequest {
-            workflow_type: workflow_type.to_owned(),
-            workflow_id: Some(workflow_id.clone()),
-            input,
-            parent: None,
-        })
-        .await?;
+    let start = StartRequest {
+        workflow_type: workflow_type.to_owned(),
+        workflow_id: Some(workflow_id.clone()),
+        input,
+        parent: None,
+    };
+    // A destroy has a verb of its own (NATS permissions give it to admins alone).
+    let reply = if verb == DestroyRequest::VERB {
+        api.request(&DestroyRequest(start)).await?
+    } else {
+        api.request(&start).await?
+    };
     if wait.no_wait {
         if json_output {
             println!("{}", serde_json::to_string(&reply)?);

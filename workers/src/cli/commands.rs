@@ -9,7 +9,6 @@ use crate::cli::cluster::ClusterCommand;
 use crate::cli::config::{ClientArgs, ConfigArgs};
 use crate::cli::workflow::WorkflowCommand;
 use crate::roles::server::{self, Role};
-use hcpflow_protocol::client::ApiClient;
 use hcpflow_protocol::Secret;
 
 #[derive(Debug, Parser)]
@@ -138,16 +137,8 @@ impl Cli {
                 roles.dedup();
                 server::run(config, &roles, server::shutdown_on_signals()).await
             }
-            Command::Cluster(args) => {
-                let (nats, prefix) = args.client.nats()?;
-                let api = ApiClient::connect(&nats, &prefix).await?;
-                args.command.run(&api).await
-            }
-            Command::Workflow(args) => {
-                let (nats, prefix) = args.client.nats()?;
-                let api = ApiClient::connect(&nats, &prefix).await?;
-                args.command.run(&api).await
-            }
+            Command::Cluster(args) => args.command.run(&args.client.api().await?).await,
+            Command::Workflow(args) => args.command.run(&args.client.api().await?).await,
             Command::Audit(args) => args.command.run(&args.client).await,
             Command::Bench(args) => {
                 let (nats, prefix) = args.config.client.nats()?;

@@ -10,6 +10,7 @@ use anyhow::{bail, Context};
 use serde::Deserialize;
 
 use crate::runtime::nats::{StreamLimits, DEFAULT_STREAM_MAX_BYTES};
+use hcpflow_engine::TenantId;
 use hcpflow_hypershift::admission::AdmissionPolicy;
 use hcpflow_protocol::{NatsConfig, Secret};
 
@@ -57,6 +58,8 @@ pub struct Config {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
+    /// The tenant a client acts for.
+    pub tenant: Option<String>,
     pub database_url: Option<Secret>,
     pub database_admin_url: Option<Secret>,
     pub nats_url: Option<String>,
@@ -217,6 +220,9 @@ pub struct ClientArgs {
     /// Subject and stream prefix.
     #[arg(long, env = "HCPFLOW_PREFIX", global = true)]
     pub prefix: Option<String>,
+    /// The tenant a client acts for (its API subjects `<prefix>.api.v1.<tenant>.*`).
+    #[arg(long, env = "HCPFLOW_TENANT", global = true)]
+    pub tenant: Option<String>,
 }
 
 impl ClientArgs {
@@ -268,6 +274,23 @@ impl ClientArgs {
     pub fn nats(&self) -> anyhow::Result<(NatsConfig, String)> {
         let file = self.file()?;
         Ok((self.nats_layered(&file)?, self.prefix_layered(&file)))
+    }
+
+    /// The tenant a client acts for: `--tenant`, else the config file's, else `default`.
+    pub fn tenant(&self) -> anyhow::Result<TenantId> {
+        let file = self.file()?;
+        let tenant = self
+            .tenant
+            .clone()
+            .or(file.tenant)
+            .unwrap_or_else(|| TenantId::DEFAULT.to_owned());
+        Ok(TenantId::new(tenant)?)
+    }
+
+    /// A connected API client for the configured NATS, prefix and tenant.
+    pub async fn api(&self) -> anyhow::Result<hcpflow_protocol::ApiClient> {
+        let (nats, prefix) = self.nats()?;
+        hcpflow_protocol::ApiClient::connect(&nats, &prefix, self.tenant()?).await
     }
 }
 

@@ -77,7 +77,7 @@ pub async fn follow(
     // Subscribe before reading the history, so nothing falls between the two.
     let mut live = api
         .client
-        .subscribe(api.subjects.events(workflow_id.as_str()))
+        .subscribe(api.subjects.events(&api.tenant, workflow_id.as_str()))
         .await?;
     let screen = Screen::new(show);
     let mut follower = Follower {

@@ -294,7 +294,20 @@ impl Process {
             intake: self.intake.clone(),
             max_body_bytes: self.config.max_body_bytes,
         };
-        running.spawn("submit", submissions.run(consumer, self.shutdown.clone()));
+        running.spawn(
+            "submit",
+            submissions.clone().run(consumer, self.shutdown.clone()),
+        );
+        // The named tenants' submissions (`<prefix>.submit.v1.<tenant>.start`): a consumer
+        // of their own, as work-queue consumers may not overlap.
+        let tenants = durable_consumer(
+            &self.js,
+            &self.subjects.stream(StreamRole::Submit),
+            "intake-tenants",
+            self.subjects.tenant_submit_all(),
+        )
+        .await?;
+        running.spawn("submit", submissions.run(tenants, self.shutdown.clone()));
         Ok(())
     }
 

@@ -66,6 +66,7 @@ impl Sweeper {
             workflow_type: Some(workflow_type),
             concurrency_key: None,
             events_prefix: Some(self.events_prefix()),
+            tenant: None,
         };
         let mut cursor = None;
         let mut woken = 0;

@@ -272,6 +272,7 @@ mod tests {
                 output: None,
                 error: None,
                 blocked_reason: None,
+                tenant: hcpflow_engine::TenantId::default_tenant(),
             },
             history,
         }

@@ -5,7 +5,7 @@
 
 use hcpflow_engine::event::{ActivityScheduled, ChildStarted, Event, ParentRef};
 use hcpflow_engine::history::ActivityTask;
-use hcpflow_engine::{IdempotencyKey, Seq, WorkflowId};
+use hcpflow_engine::{IdempotencyKey, Seq, TenantId, WorkflowId};
 use hcpflow_eventstore::{NewTimer, OutboxMessage, StoredEvent, TimerKind};
 use hcpflow_protocol::subjects::Subjects;
 use hcpflow_protocol::{ActivityTaskMessage, ChildDone, StartRequest, WorkflowTask};
@@ -101,9 +101,12 @@ impl Outgoing {
         }
     }
 
-    /// An appended event on its workflow's events subject.
-    pub fn event_message(&self, event: &StoredEvent) -> OutboxMessage {
-        event_on(&self.subjects.events(event.workflow_id.as_str()), event)
+    /// An appended event on its workflow's events subject (its tenant's).
+    pub fn event_message(&self, tenant: &TenantId, event: &StoredEvent) -> OutboxMessage {
+        event_on(
+            &self.subjects.events(tenant, event.workflow_id.as_str()),
+            event,
+        )
     }
 
     /// The messages and timers new commands cause (activities to run, timers to arm,

@@ -73,7 +73,7 @@ impl Journal {
                 appended
                     .events
                     .iter()
-                    .map(|event| self.outgoing.event_message(event)),
+                    .map(|event| self.outgoing.event_message(&appended.tenant, event)),
             )
             .collect();
         let acked = self.publish_all(&messages).await;

@@ -231,6 +231,7 @@ async fn events_a_crash_left_unpublished_reach_the_stream() {
         parent_id: None,
         input_digest: None,
         events_subject: Some(format!("{prefix}.events.{id}")),
+        tenant: hcpflow_engine::TenantId::default_tenant(),
     };
     let batch = AppendBatch::new(
         id.clone(),

@@ -95,6 +95,7 @@ pub(crate) async fn record_for(
                 parent_id: None,
                 input_digest: None,
                 events_subject,
+                tenant: hcpflow_engine::TenantId::default_tenant(),
             },
             batch,
         )

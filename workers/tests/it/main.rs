@@ -24,5 +24,6 @@ mod storm;
 mod submit;
 mod support;
 mod tasks;
+mod tenants;
 mod terminal_errors;
 mod workflow_commands;

@@ -274,8 +274,14 @@ impl Server {
         id: &str,
         input: Value,
     ) -> Value {
+        // A destroying type is started with the destroy verb (the admin's).
+        let verb = if workflow_type == "destroy_hosted_cluster" {
+            "destroy"
+        } else {
+            "start"
+        };
         self.api(
-            "start",
+            verb,
             json!({"workflow_type": workflow_type, "workflow_id": id, "input": input}),
         )
         .await
@@ -358,7 +364,8 @@ impl Server {
                 .unwrap();
             let consumer = stream
                 .create_consumer(async_nats::jetstream::consumer::pull::OrderedConfig {
-                    filter_subject: subjects.events(workflow_id),
+                    filter_subject: subjects
+                        .events(&hcpflow_engine::TenantId::default_tenant(), workflow_id),
                     ..Default::default()
                 })
                 .await

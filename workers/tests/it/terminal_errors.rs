@@ -83,6 +83,7 @@ async fn every_terminal_error_round_trips_through_the_index_and_the_api() {
                         parent_id: None,
                         input_digest: None,
                         events_subject: None,
+                        tenant: hcpflow_engine::TenantId::default_tenant(),
                     },
                     batch,
                 )

@@ -29,6 +29,12 @@ pub struct TypeInfo {
     /// The concurrency key names a cluster this workflow creates: a start while that
     /// name is live in the cluster registry is refused with `conflict`.
     pub claims_cluster_name: bool,
+    /// The concurrency key names a live cluster this workflow acts on: a start for a
+    /// cluster of another tenant is refused with `not_found`.
+    pub acts_on_cluster_name: bool,
+    /// It destroys what another workflow made: started only through the API's
+    /// `destroy` verb, which NATS permissions give to admins alone.
+    pub destructive: bool,
 }
 
 impl TypeInfo {
@@ -39,6 +45,8 @@ impl TypeInfo {
             secret_pointers: Vec::new(),
             concurrency_key_pointer: None,
             claims_cluster_name: false,
+            acts_on_cluster_name: false,
+            destructive: false,
         }
     }
 }
@@ -88,6 +96,15 @@ impl Catalog {
 
     pub fn names(&self) -> Vec<String> {
         self.types.keys().cloned().collect()
+    }
+
+    /// The types started only through the `destroy` verb.
+    pub fn destructive_names(&self) -> Vec<String> {
+        self.types
+            .iter()
+            .filter(|(_, info)| info.destructive)
+            .map(|(name, _)| name.clone())
+            .collect()
     }
 
     pub fn shared(self) -> Arc<Self> {

@@ -19,6 +19,8 @@ pub enum IdError {
     SeqZero(u64),
     #[error("seq is not a number: {0:?}")]
     SeqNotANumber(String),
+    #[error("a tenant is 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit; got {0:?}")]
+    Tenant(String),
 }
 
 /// A workflow's id: 1–128 characters of `[A-Za-z0-9_-]`, unique forever.
@@ -63,6 +65,67 @@ impl FromStr for WorkflowId {
 }
 
 impl<'de> Deserialize<'de> for WorkflowId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = String::deserialize(d)?;
+        Self::new(raw).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Who owns a workflow (and the cluster it provisions): 1–63 characters of `[a-z0-9-]`,
+/// starting with a letter or digit — one NATS subject token, so that NATS permissions
+/// on `<prefix>.api.v1.<tenant>.>` decide who may act for it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct TenantId(String);
+
+impl TenantId {
+    pub const MAX_LEN: usize = 63;
+    /// The tenant of the subjects without one (`<prefix>.api.v1.<verb>`), and of every
+    /// workflow recorded before tenants existed.
+    pub const DEFAULT: &'static str = "default";
+
+    pub fn new(tenant: impl Into<String>) -> Result<Self, IdError> {
+        let tenant = tenant.into();
+        let valid = !tenant.is_empty()
+            && tenant.len() <= Self::MAX_LEN
+            && tenant.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+            && tenant
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if valid {
+            Ok(Self(tenant))
+        } else {
+            Err(IdError::Tenant(tenant))
+        }
+    }
+
+    pub fn default_tenant() -> Self {
+        Self(Self::DEFAULT.to_owned())
+    }
+
+    pub fn is_default(&self) -> bool {
+        self.0 == Self::DEFAULT
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TenantId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for TenantId {
+    type Err = IdError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::new(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for TenantId {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = String::deserialize(d)?;
         Self::new(raw).map_err(serde::de::Error::custom)
@@ -126,6 +189,17 @@ impl<'de> Deserialize<'de> for Seq {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tenant_is_one_lower_case_subject_token() {
+        for good in ["default", "acme", "team-7", "0ps"] {
+            assert_eq!(TenantId::new(good).unwrap().as_str(), good);
+        }
+        for bad in ["", "Acme", "-x", "a.b", "a*", "a>", "a b", &"x".repeat(64)] {
+            assert!(TenantId::new(bad).is_err(), "{bad:?}");
+        }
+        assert!(TenantId::default_tenant().is_default());
+    }
 
     #[test]
     fn workflow_id_alphabet_and_length() {

@@ -55,7 +55,7 @@ pub use error::{scrub_quoted, ActivityFailure, ErrorClass, ExecError, WorkflowEr
 pub use event::{Event, EventError, HistoryEvent};
 pub use executor::{run_workflow_task, TaskOutcome};
 pub use idempotency::IdempotencyKey;
-pub use ids::{IdError, Seq, WorkflowId};
+pub use ids::{IdError, Seq, TenantId, WorkflowId};
 pub use ledger::{Ledger, Noted};
 pub use registry::{DuplicateWorkflowType, WorkflowRegistry};
 pub use retry::{ActivityOptions, RetryDecision, RetryPolicy};

@@ -17,6 +17,8 @@ pub fn register_workflows(catalog: &mut Catalog) -> Result<(), DuplicateWorkflow
             secret_pointers: vec![crate::kube::secrets::PULL_SECRET_POINTER.to_owned()],
             concurrency_key_pointer: Some("/name".to_owned()),
             claims_cluster_name: true,
+            acts_on_cluster_name: false,
+            destructive: false,
         },
     )?;
     catalog.register(
@@ -27,6 +29,8 @@ pub fn register_workflows(catalog: &mut Catalog) -> Result<(), DuplicateWorkflow
             secret_pointers: Vec::new(),
             concurrency_key_pointer: Some("/cluster".to_owned()),
             claims_cluster_name: false,
+            acts_on_cluster_name: true,
+            destructive: false,
         },
     )?;
     catalog.register(
@@ -37,6 +41,8 @@ pub fn register_workflows(catalog: &mut Catalog) -> Result<(), DuplicateWorkflow
             secret_pointers: Vec::new(),
             concurrency_key_pointer: Some("/cluster".to_owned()),
             claims_cluster_name: false,
+            acts_on_cluster_name: true,
+            destructive: true,
         },
     )?;
     Ok(())

@@ -1,0 +1,161 @@
+//! Tenants (issue 19): each workflow belongs to the tenant whose subjects started it,
+//! and every read and write through the API is scoped to the caller's tenant.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use crate::support::{stack, unique, Server};
+
+fn code(reply: &Value) -> &str {
+    reply["error"]["code"].as_str().unwrap_or("")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_sees_and_touches_only_its_own_workflows() {
+    let Some(env) = stack("a_tenant_sees_and_touches_only_its_own_workflows") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("tenants");
+    let server = Server::start(env, &prefix, &[]).await;
+    let id = format!("{prefix}-acme");
+    // Its events go to the tenant's subjects.
+    let mut events = server
+        .client
+        .subscribe(format!("{prefix}.events.acme.{id}"))
+        .await
+        .unwrap();
+    let started = server
+        .api(
+            "acme.start",
+            json!({"workflow_type": "noop_chain", "workflow_id": id,
+                   "input": {"steps": 30, "sleep_ms": 100}}),
+        )
+        .await;
+    assert_eq!(started["status"], "started", "{started}");
+    let first = tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await
+        .expect("an event on the tenant's events subject")
+        .unwrap();
+    assert!(first.subject.as_str().ends_with(&id));
+
+    let acme = server
+        .api("acme.describe", json!({"workflow_id": id}))
+        .await;
+    assert_eq!(acme["workflow"]["workflow_id"], id, "{acme}");
+    // Every other tenant — the default one included — finds nothing.
+    for other in ["", "globex.", "default."] {
+        for (verb, body) in [
+            ("describe", json!({"workflow_id": id})),
+            ("history", json!({"workflow_id": id})),
+            ("verify", json!({"workflow_id": id})),
+            (
+                "signal",
+                json!({"workflow_id": id, "signal": "s", "payload": 1}),
+            ),
+            ("cancel", json!({"workflow_id": id})),
+        ] {
+            let reply = server.api(&format!("{other}{verb}"), body).await;
+            assert_eq!(code(&reply), "not_found", "{other}{verb}: {reply}");
+        }
+        let listed = server.api(&format!("{other}list"), json!({})).await;
+        let ids: Vec<&str> = listed["workflows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|w| w["workflow_id"].as_str())
+            .collect();
+        assert!(!ids.contains(&id.as_str()), "{other}list: {listed}");
+        // Its id is taken, and nothing more is said of it.
+        let taken = server
+            .api(
+                &format!("{other}start"),
+                json!({"workflow_type": "noop_chain", "workflow_id": id,
+                       "input": {"steps": 30, "sleep_ms": 100}}),
+            )
+            .await;
+        assert_eq!(code(&taken), "conflict", "{taken}");
+        assert!(!taken.to_string().contains("already_started"));
+    }
+    let listed = server.api("acme.list", json!({})).await;
+    assert_eq!(listed["workflows"][0]["workflow_id"], id, "{listed}");
+    // The tenant itself can act on it.
+    let cancelled = server.api("acme.cancel", json!({"workflow_id": id})).await;
+    assert_eq!(cancelled["status"], "cancel_requested", "{cancelled}");
+
+    // A tenant that is not a valid subject token is refused.
+    let bad = server.api("ACME.list", json!({})).await;
+    assert_eq!(code(&bad), "invalid_request", "{bad}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submission_belongs_to_the_tenant_of_its_subject() {
+    let Some(env) = stack("a_submission_belongs_to_the_tenant_of_its_subject") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("tenantsub");
+    let server = Server::start(env, &prefix, &[]).await;
+    let id = format!("{prefix}-s");
+    let js = async_nats::jetstream::new(server.client.clone());
+    let body = json!({"workflow_type": "noop_chain", "workflow_id": id, "input": {"steps": 1}});
+    js.publish(
+        format!("{prefix}.submit.v1.acme.start"),
+        serde_json::to_vec(&body).unwrap().into(),
+    )
+    .await
+    .unwrap()
+    .await
+    .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let reply = server
+            .api("acme.describe", json!({"workflow_id": id}))
+            .await;
+        if reply["workflow"]["status"] == "completed" {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{reply}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let default = server.api("describe", json!({"workflow_id": id})).await;
+    assert_eq!(code(&default), "not_found", "{default}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_destroy_is_its_own_verb() {
+    let Some(env) = stack("a_destroy_is_its_own_verb") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("destroyverb");
+    let server = Server::start(env, &prefix, &[]).await;
+    let destroy = json!({"workflow_type": "destroy_hosted_cluster",
+                         "workflow_id": format!("{prefix}-d"), "input": {"cluster": "nope"}});
+    let through_start = server.api("start", destroy.clone()).await;
+    assert_eq!(code(&through_start), "invalid_request", "{through_start}");
+    assert!(
+        through_start.to_string().contains("destroy verb"),
+        "{through_start}"
+    );
+    let not_destroying = server
+        .api(
+            "destroy",
+            json!({"workflow_type": "noop_chain", "input": {"steps": 1}}),
+        )
+        .await;
+    assert_eq!(code(&not_destroying), "invalid_request", "{not_destroying}");
+    assert!(
+        not_destroying
+            .to_string()
+            .contains("destroy_hosted_cluster"),
+        "{not_destroying}"
+    );
+    // Nothing was recorded for either.
+    let described = server
+        .api("describe", json!({"workflow_id": format!("{prefix}-d")}))
+        .await;
+    assert_eq!(code(&described), "not_found", "{described}");
+}
