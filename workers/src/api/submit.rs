@@ -3,15 +3,16 @@
 //! dead-letter stream as `{"reason", "code", "subject", "received_at", "body_redacted"}`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_nats::jetstream;
 use hcpflow_engine::WorkflowId;
-use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use crate::api::fields::Fields;
 use crate::api::intake::{Intake, StartVerb};
+use crate::runtime::dead_letter::DeadLetters;
 use crate::runtime::nats::Deliveries;
 use hcpflow_protocol::{parse_body, ApiError, ErrorCode, StartRequest};
 
@@ -19,7 +20,12 @@ use hcpflow_protocol::{parse_body, ApiError, ErrorCode, StartRequest};
 pub struct Submissions {
     pub intake: Arc<Intake>,
     pub max_body_bytes: usize,
+    /// How long a submission failing for a passing reason is retried.
+    pub retry_for: Duration,
 }
+
+/// The longest pause between two tries of a submission.
+const RETRY_CAP: Duration = Duration::from_secs(30);
 
 impl Submissions {
     pub async fn run(
@@ -34,13 +40,14 @@ impl Submissions {
                     let _ = message.ack().await;
                 }
                 Err(error)
-                    if matches!(error.code, ErrorCode::Unavailable | ErrorCode::Internal) =>
+                    if matches!(error.code, ErrorCode::Unavailable | ErrorCode::Internal)
+                        && self.still_retried(&message) =>
                 {
-                    tracing::warn!(%error, "submission not recorded; NATS will redeliver it");
+                    let delivered = message.info().map_or(1, |info| info.delivered);
+                    let pause = Duration::from_secs(1 << delivered.clamp(1, 6)).min(RETRY_CAP);
+                    tracing::warn!(%error, ?pause, "submission not recorded; NATS will redeliver it");
                     let _ = message
-                        .ack_with(async_nats::jetstream::AckKind::Nak(Some(
-                            std::time::Duration::from_secs(1),
-                        )))
+                        .ack_with(async_nats::jetstream::AckKind::Nak(Some(pause)))
                         .await;
                 }
                 Err(error) => {
@@ -56,6 +63,17 @@ impl Submissions {
             }
         }
         Ok(())
+    }
+
+    /// Whether a submission that failed for a reason that may pass (the database down,
+    /// no seal key yet) is tried again: for `retry_for` after it was published, then it
+    /// is dead-lettered with the reason, instead of being retried for ever.
+    fn still_retried(&self, message: &jetstream::Message) -> bool {
+        let Ok(info) = message.info() else {
+            return true;
+        };
+        let published = std::time::SystemTime::from(info.published);
+        published.elapsed().unwrap_or_default() < self.retry_for
     }
 
     async fn accept(&self, message: &jetstream::Message) -> Result<(), ApiError> {
@@ -84,45 +102,14 @@ impl Submissions {
         error: &ApiError,
     ) -> anyhow::Result<()> {
         let journal = &self.intake.journal;
-        let record = json!({
-            "reason": error.message,
-            "code": error.code.as_str(),
-            "subject": subject,
-            "received_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            "body_redacted": redact(body),
-        });
-        journal
-            .js
-            .publish(
-                journal.outgoing.subjects.dead_letter("submit"),
-                serde_json::to_vec(&record)?.into(),
-            )
-            .await?
-            .await?;
-        journal.metrics.dead_lettered.inc();
-        tracing::info!(code = error.code.as_str(), "submission dead-lettered");
-        Ok(())
-    }
-}
-
-/// The body with every string value replaced by its length, so a rejected submission
-/// keeps its shape for debugging and none of its contents (secrets included).
-pub fn redact(body: &[u8]) -> Value {
-    fn strip(value: &Value) -> Value {
-        match value {
-            Value::String(text) => {
-                Value::String(format!("[redacted: {} chars]", text.chars().count()))
-            }
-            Value::Array(items) => Value::Array(items.iter().map(strip).collect()),
-            Value::Object(map) => {
-                Value::Object(map.iter().map(|(k, v)| (k.clone(), strip(v))).collect())
-            }
-            other => other.clone(),
-        }
-    }
-    match serde_json::from_slice::<Value>(body) {
-        Ok(value) => strip(&value),
-        Err(_) => Value::String(format!("[not JSON: {} bytes]", body.len())),
+        DeadLetters::new(
+            journal.js.clone(),
+            &journal.outgoing.subjects,
+            "submit",
+            journal.metrics.clone(),
+        )
+        .record(subject, body, error.code.as_str(), &error.message)
+        .await
     }
 }
 
@@ -147,21 +134,4 @@ pub fn submission_id(message: &jetstream::Message) -> Option<WorkflowId> {
     };
     let digest = hex::encode(Sha256::digest(source.as_bytes()));
     WorkflowId::new(format!("sub-{}", &digest[..32])).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn redaction_keeps_shape_and_drops_contents() {
-        let body = br#"{"workflow_type": "x", "input": {"pull_secret": "canary", "n": 3}}"#;
-        let redacted = redact(body);
-        assert_eq!(redacted["input"]["n"], 3);
-        assert!(!redacted.to_string().contains("canary"));
-        assert_eq!(
-            redact(b"\xff not json"),
-            Value::String("[not JSON: 10 bytes]".into())
-        );
-    }
 }

@@ -31,6 +31,9 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Bytes of signals one workflow may receive in all.
     pub max_signal_bytes: usize,
+    /// How long a submission failing for a passing reason is retried before it is
+    /// dead-lettered.
+    pub submit_retry_for: std::time::Duration,
     pub metrics_addr: Option<SocketAddr>,
     /// Workflow tasks run at once by one process.
     pub workflow_concurrency: usize,
@@ -73,6 +76,7 @@ pub struct ConfigFile {
     pub checkpoint_every_secs: Option<u64>,
     pub max_body_bytes: Option<usize>,
     pub max_signal_bytes: Option<usize>,
+    pub submit_retry_secs: Option<u64>,
     pub metrics_addr: Option<SocketAddr>,
     pub workflow_concurrency: Option<usize>,
     pub activity_concurrency: Option<usize>,
@@ -125,6 +129,10 @@ pub struct ConfigArgs {
     /// signal is refused with `too_large`.
     #[arg(long, env = "HCPFLOW_MAX_SIGNAL_BYTES")]
     pub max_signal_bytes: Option<usize>,
+    /// Seconds a submission failing for a passing reason (database down, no seal key)
+    /// is retried, from when it was published; then it is dead-lettered.
+    #[arg(long, env = "HCPFLOW_SUBMIT_RETRY_SECS")]
+    pub submit_retry_secs: Option<u64>,
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9464).
     #[arg(long, env = "HCPFLOW_METRICS_ADDR")]
     pub metrics_addr: Option<SocketAddr>,
@@ -312,6 +320,7 @@ impl Config {
             "checkpoint_every_secs": self.checkpoint_every.as_secs(),
             "max_body_bytes": self.max_body_bytes,
             "max_signal_bytes": self.max_signal_bytes,
+            "submit_retry_secs": self.submit_retry_for.as_secs(),
             "metrics_addr": self.metrics_addr.map(|addr| addr.to_string()),
             "workflow_concurrency": self.workflow_concurrency,
             "activity_concurrency": self.activity_concurrency,
@@ -347,6 +356,7 @@ pub const DEFAULT_PREFIX: &str = "hcpflow";
 pub const DEFAULT_NATS_URL: &str = "nats://127.0.0.1:4222";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 pub const DEFAULT_MAX_SIGNAL_BYTES: usize = 16 * 1024 * 1024;
+pub const DEFAULT_SUBMIT_RETRY_SECS: u64 = 3600;
 pub const DEFAULT_AWS_REGION: &str = "us-east-1";
 pub const DEFAULT_CHECKPOINT_EVERY_SECS: u64 = 60;
 
@@ -488,6 +498,11 @@ impl ConfigArgs {
                 .max_signal_bytes
                 .or(file.max_signal_bytes)
                 .unwrap_or(DEFAULT_MAX_SIGNAL_BYTES),
+            submit_retry_for: std::time::Duration::from_secs(
+                self.submit_retry_secs
+                    .or(file.submit_retry_secs)
+                    .unwrap_or(DEFAULT_SUBMIT_RETRY_SECS),
+            ),
             metrics_addr: self.metrics_addr.or(file.metrics_addr),
             workflow_concurrency: self
                 .workflow_concurrency

@@ -23,6 +23,7 @@ use hcpflow_eventstore::{AttemptClaim, Claimed, LedgerAction, LedgerEntry, NewTi
 use tokio::sync::{mpsc, watch, Semaphore};
 
 use crate::catalog::activities::{ActivityInput, ActivityRegistry, Ledger};
+use crate::runtime::dead_letter::DeadLetters;
 use crate::runtime::eager::{LocalTask, LOCAL_LEASE};
 use crate::runtime::journal::{to_datetime, Journal, Write};
 use crate::runtime::nats::ACK_WAIT;
@@ -57,9 +58,23 @@ impl Runners {
         }
     }
 
-    fn claim(&self, task: &ActivityTask) -> AttemptClaim {
+    fn claim(&self, task: &ActivityTaskMessage) -> AttemptClaim {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        claim_of(task, format!("{}-{n}", self.prefix))
+        AttemptClaim {
+            workflow_id: task.workflow_id.clone(),
+            scheduled_seq: task.scheduled_seq,
+            attempt: task.attempt,
+            runner: format!("{}-{n}", self.prefix),
+        }
+    }
+}
+
+/// What a run whose claim was taken over ends with (its outcome is not recorded).
+fn lost_claim(task: &ActivityTask) -> TaskError {
+    TaskError::LostClaim {
+        id: task.workflow_id.clone(),
+        seq: task.scheduled_seq.get(),
+        attempt: task.attempt,
     }
 }
 
@@ -105,7 +120,12 @@ impl ActivityWorker {
             deliveries,
             slots,
             shutdown,
-            self.journal.metrics.clone(),
+            DeadLetters::new(
+                self.journal.js.clone(),
+                &self.journal.outgoing.subjects,
+                "tasks",
+                self.journal.metrics.clone(),
+            ),
             move |message, task| {
                 let worker = self.clone();
                 async move { worker.handle(message, task).await }
@@ -132,7 +152,7 @@ impl ActivityWorker {
         // The step that scheduled the task claimed its outbox row and its attempt for
         // this process, in its commit.
         let claim = claim_of(&task, claimer.clone());
-        let beat = {
+        let mut beat = {
             let journal = self.journal.clone();
             let (claimer, claim) = (claimer.clone(), claim.clone());
             tokio::spawn(async move {
@@ -149,7 +169,7 @@ impl ActivityWorker {
                     match (extended, attempt) {
                         (Ok(true), Ok(true)) => {}
                         (Ok(_), Ok(_)) => {
-                            tracing::warn!(outbox_id, "lost the claim on a local activity task; another runner has it, and this run's outcome will not be recorded");
+                            tracing::warn!(outbox_id, "lost the claim on a local activity task; another runner has it, so this run stops");
                             return;
                         }
                         (Err(error), _) | (_, Err(error)) => {
@@ -160,7 +180,11 @@ impl ActivityWorker {
             })
         };
         self.journal.metrics.eager_tasks.inc();
-        let outcome = self.attempt(&task, Some(claim.clone())).await;
+        // The heartbeat ends only when a claim is lost: the attempt is stopped then.
+        let outcome = tokio::select! {
+            outcome = self.attempt(&task, Some(claim.clone())) => outcome,
+            _ = &mut beat => Err(lost_claim(&task)),
+        };
         beat.abort();
         match outcome {
             // Lost: another runner took the attempt and records it.
@@ -182,14 +206,26 @@ impl ActivityWorker {
     async fn handle(&self, message: async_nats::jetstream::Message, named: ActivityTaskMessage) {
         let message = Arc::new(message);
         let retry = Duration::from_secs(1);
-        let task = match self.awaited(&named).await {
-            Ok(Some(task)) => task,
-            Ok(None) => {
-                self.journal.metrics.duplicates_dropped.inc();
-                let _ = message.ack().await;
-                return;
-            }
-            Err(error) => {
+        // Claim first, then read the history: checked the other way round, a runner that
+        // recorded the outcome (deleting its claim) between the two would let this one
+        // claim and run an attempt that is already done.
+        let claim = self.runners.claim(&named);
+        let claimed = self.journal.store.claim_attempt(&claim, ACK_WAIT).await;
+        if let Ok(Claimed::HeldElsewhere { expires_in }) = claimed {
+            // Another runner has the attempt. Come back once its lease would have run
+            // out: by then it has recorded the outcome, or died and let go.
+            tracing::debug!(workflow_id = %named.workflow_id, seq = %named.scheduled_seq, attempt = named.attempt, "attempt held by another runner; deferred");
+            let pause = expires_in.clamp(retry, ACK_WAIT);
+            let _ = message
+                .ack_with(async_nats::jetstream::AckKind::Nak(Some(pause)))
+                .await;
+            return;
+        }
+        let awaited = self.awaited(&named).await;
+        let task = match (awaited, claimed) {
+            (Ok(Some(task)), Ok(_)) => task,
+            (Ok(Some(task)), Err(error)) => {
+                let error = TaskError::from_store(&task.workflow_id, error);
                 settle(
                     &self.journal,
                     &message,
@@ -200,58 +236,63 @@ impl ActivityWorker {
                 .await;
                 return;
             }
+            // Not awaited (done, stale, or forged), or the history is unreadable.
+            (awaited, claimed) => {
+                if claimed.is_ok() {
+                    if let Err(error) = self.journal.store.release_attempt_claim(&claim).await {
+                        tracing::debug!(%error, "releasing the claim of an attempt not run failed; its lease runs out");
+                    }
+                }
+                match awaited {
+                    Err(error) => {
+                        settle(
+                            &self.journal,
+                            &message,
+                            &named.workflow_id,
+                            Err(error),
+                            retry,
+                        )
+                        .await;
+                    }
+                    Ok(_) => {
+                        self.journal.metrics.duplicates_dropped.inc();
+                        let _ = message.ack().await;
+                    }
+                }
+                return;
+            }
         };
-        let claim = self.runners.claim(&task);
-        match self.journal.store.claim_attempt(&claim, ACK_WAIT).await {
-            Ok(Claimed::Taken) => {}
-            Ok(Claimed::HeldElsewhere { expires_in }) => {
-                // Another runner has the attempt. Come back once its lease would have
-                // run out: by then it has recorded the outcome, or died and let go.
-                tracing::debug!(workflow_id = %task.workflow_id, seq = %task.scheduled_seq, attempt = task.attempt, "attempt held by another runner; deferred");
-                let pause = expires_in.clamp(retry, ACK_WAIT);
-                let _ = message
-                    .ack_with(async_nats::jetstream::AckKind::Nak(Some(pause)))
-                    .await;
-                return;
-            }
-            Err(error) => {
-                let error = TaskError::from_store(&task.workflow_id, error);
-                settle(
-                    &self.journal,
-                    &message,
-                    &task.workflow_id,
-                    Err(error),
-                    retry,
-                )
-                .await;
-                return;
-            }
-        }
         // Heartbeat: tell NATS the attempt is alive, so only a dead worker's task returns,
         // and extend the claim (which keeps the workflow fresh, so the sweeper does not
         // re-enqueue a long attempt).
-        let beat = {
+        let mut beat = {
             let message = message.clone();
             let journal = self.journal.clone();
             let claim = claim.clone();
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(ACK_WAIT / 3).await;
-                    if message
+                    // If this fails NATS may redeliver the task; the claim, extended
+                    // below, keeps a second runner off it.
+                    let _ = message
                         .ack_with(async_nats::jetstream::AckKind::Progress)
-                        .await
-                        .is_err()
-                    {
-                        return;
-                    }
-                    if let Ok(false) = journal.store.extend_attempt_claim(&claim, ACK_WAIT).await {
-                        tracing::warn!(workflow_id = %claim.workflow_id, seq = %claim.scheduled_seq, "lost the claim on an attempt; another runner has it, and this run's outcome will not be recorded");
-                        return;
+                        .await;
+                    match journal.store.extend_attempt_claim(&claim, ACK_WAIT).await {
+                        Ok(true) => {}
+                        Ok(false) => return,
+                        Err(error) => {
+                            tracing::warn!(workflow_id = %claim.workflow_id, seq = %claim.scheduled_seq, %error, "extending an attempt's claim failed; retrying");
+                        }
                     }
                 }
             })
         };
-        let outcome = self.attempt(&task, Some(claim)).await;
+        // The heartbeat ends only when the claim is lost: the attempt is stopped then,
+        // so that it never runs beside the runner that took it over.
+        let outcome = tokio::select! {
+            outcome = self.attempt(&task, Some(claim)) => outcome,
+            _ = &mut beat => Err(lost_claim(&task)),
+        };
         beat.abort();
         settle(
             &self.journal,

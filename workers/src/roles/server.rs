@@ -293,6 +293,7 @@ impl Process {
         let submissions = Submissions {
             intake: self.intake.clone(),
             max_body_bytes: self.config.max_body_bytes,
+            retry_for: self.config.submit_retry_for,
         };
         running.spawn(
             "submit",

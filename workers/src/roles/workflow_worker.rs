@@ -17,6 +17,7 @@ use hcpflow_engine::{HistoryEvent, Seq, WorkflowError, WorkflowId, WorkflowStatu
 use hcpflow_eventstore::Error as StoreError;
 use tokio::sync::watch;
 
+use crate::runtime::dead_letter::DeadLetters;
 use crate::runtime::journal::{Journal, Write};
 use crate::runtime::nats::{serve_tasks, Deliveries};
 use crate::runtime::task_error::{settle, TaskError};
@@ -50,7 +51,12 @@ impl WorkflowWorker {
             deliveries,
             (slots, self.concurrency),
             shutdown,
-            self.journal.metrics.clone(),
+            DeadLetters::new(
+                self.journal.js.clone(),
+                &self.journal.outgoing.subjects,
+                "tasks",
+                self.journal.metrics.clone(),
+            ),
             move |message, task| {
                 let worker = self.clone();
                 async move { worker.handle(message, task).await }

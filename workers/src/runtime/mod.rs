@@ -10,6 +10,7 @@
 //! and publishes them after the commit; a conflicting append is detected, never
 //! overwritten; nothing here decides what a workflow does — the engine does.
 
+pub mod dead_letter;
 pub mod decide;
 pub mod eager;
 pub mod history_cache;

@@ -240,7 +240,7 @@ pub async fn serve_tasks<T, F, Fut>(
     mut deliveries: Deliveries,
     (slots, total): (std::sync::Arc<tokio::sync::Semaphore>, usize),
     mut shutdown: tokio::sync::watch::Receiver<bool>,
-    metrics: std::sync::Arc<crate::runtime::metrics::Metrics>,
+    dead_letters: crate::runtime::dead_letter::DeadLetters,
     handle: F,
 ) -> anyhow::Result<()>
 where
@@ -250,13 +250,37 @@ where
 {
     while let Some(message) = deliveries.next(&mut shutdown).await {
         if message.info().is_ok_and(|info| info.delivered > 1) {
-            metrics.redeliveries.inc();
+            dead_letters.metrics.redeliveries.inc();
         }
         let task: T = match serde_json::from_slice(&message.payload) {
             Ok(task) => task,
             Err(error) => {
-                tracing::error!(label = deliveries.label, %error, "malformed task dropped");
-                let _ = message.ack().await;
+                // Never processable: recorded, then acknowledged (kept if the record
+                // could not be stored, to be tried again).
+                tracing::error!(label = deliveries.label, %error, "malformed task dead-lettered");
+                let reason = format!(
+                    "a {} message that does not decode: {error}",
+                    deliveries.label
+                );
+                match dead_letters
+                    .record(
+                        &message.subject,
+                        &message.payload,
+                        "invalid_request",
+                        &reason,
+                    )
+                    .await
+                {
+                    Ok(()) => {
+                        let _ = message.ack().await;
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "dead-lettering a malformed task failed; NATS will redeliver it");
+                        let _ = message
+                            .ack_with(jetstream::AckKind::Nak(Some(Duration::from_secs(5))))
+                            .await;
+                    }
+                }
                 continue;
             }
         };

@@ -130,3 +130,59 @@ async fn a_submission_without_an_id_starts_one_workflow_whatever_its_deliveries(
         "completed"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submission_failing_for_a_passing_reason_is_dead_lettered_in_the_end() {
+    use futures::StreamExt;
+    let Some(env) = stack("a_submission_failing_for_a_passing_reason_is_dead_lettered_in_the_end")
+    else {
+        return;
+    };
+    let _stack = crate::support::shared().await;
+    let prefix = unique("subretry");
+    // No seal key: a start carrying a secret is `unavailable` until one is configured.
+    let env: Vec<(String, String)> = env
+        .into_iter()
+        .filter(|(key, _)| key != "HCPFLOW_SEAL_KEY")
+        .collect();
+    let server = Server::start(env, &prefix, &["--submit-retry-secs", "3"]).await;
+    let js = async_nats::jetstream::new(server.client.clone());
+    let name = format!("r{}", &prefix[prefix.len().saturating_sub(8)..]).to_lowercase();
+    let body = json!({"workflow_type": "create_hosted_cluster", "workflow_id": format!("{prefix}-c"),
+        "input": {"name": name, "region": "us-east-1", "zones": ["us-east-1a"],
+            "base_domain": "example.com", "endpoint_access": "Public", "vpc_cidr": "10.0.0.0/16",
+            "oidc_bucket": "hcpflow-oidc",
+            "release_image": "quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64",
+            "pull_secret": "{\"auths\": {\"secret-canary\": {}}}", "ssh_public_key": "ssh-ed25519 AAAA",
+            "node_pools": [{"name": format!("{name}-a"), "zone": "us-east-1a", "replicas": 1}]}});
+    js.publish(
+        format!("{prefix}.submit.v1.start"),
+        serde_json::to_vec(&body).unwrap().into(),
+    )
+    .await
+    .unwrap()
+    .await
+    .unwrap();
+    let stream = js
+        .get_stream(format!("{}_DEADLETTER", prefix.to_uppercase()))
+        .await
+        .unwrap();
+    let consumer = stream
+        .create_consumer(async_nats::jetstream::consumer::pull::Config::default())
+        .await
+        .unwrap();
+    let mut messages = consumer
+        .fetch()
+        .max_messages(1)
+        .expires(Duration::from_secs(30))
+        .messages()
+        .await
+        .unwrap();
+    let record: Value = match messages.next().await {
+        Some(Ok(message)) => serde_json::from_slice(&message.payload).unwrap(),
+        other => panic!("no dead letter for a submission that cannot be recorded: {other:?}"),
+    };
+    assert_eq!(record["code"], "unavailable", "{record}");
+    assert!(!record.to_string().contains("secret-canary"), "{record}");
+    assert_eq!(server.status(&format!("{prefix}-c")).await, "?");
+}

@@ -262,3 +262,63 @@ async fn a_server_takes_up_no_workflow_of_another_deployment() {
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(server.status(&theirs).await, "blocked");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_task_is_dead_lettered_not_dropped() {
+    use futures::StreamExt;
+    let Some(env) = stack("a_malformed_task_is_dead_lettered_not_dropped") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("badtask");
+    let server = Server::start(env, &prefix, &[]).await;
+    let js = async_nats::jetstream::new(server.client.clone());
+    for (subject, body) in [
+        (
+            format!("{prefix}.task.workflow"),
+            &b"{\"workflow_id\": 7}"[..],
+        ),
+        (
+            format!("{prefix}.task.activity.default"),
+            &b"\xff not json, secret-canary"[..],
+        ),
+    ] {
+        js.publish(subject, body.to_vec().into())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    }
+    let stream = js
+        .get_stream(format!("{}_DEADLETTER", prefix.to_uppercase()))
+        .await
+        .unwrap();
+    let consumer = stream
+        .create_consumer(async_nats::jetstream::consumer::pull::Config::default())
+        .await
+        .unwrap();
+    let mut records = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while records.len() < 2 && Instant::now() < deadline {
+        let mut messages = consumer
+            .fetch()
+            .max_messages(2)
+            .expires(Duration::from_secs(2))
+            .messages()
+            .await
+            .unwrap();
+        while let Some(Ok(message)) = messages.next().await {
+            records.push(serde_json::from_slice::<serde_json::Value>(&message.payload).unwrap());
+            let _ = message.ack().await;
+        }
+    }
+    assert_eq!(records.len(), 2, "{records:?}");
+    for record in &records {
+        assert_eq!(record["code"], "invalid_request", "{record}");
+        assert!(
+            record["subject"].as_str().unwrap().contains(".task."),
+            "{record}"
+        );
+        assert!(!record.to_string().contains("secret-canary"), "{record}");
+    }
+}
