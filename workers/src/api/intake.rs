@@ -268,13 +268,17 @@ impl Intake {
         id: &WorkflowId,
         request: &StartRequest,
     ) -> Result<TenantId, ApiError> {
-        let (parent, seq, claimed) = match &request.parent {
-            Some(link) => (link.workflow_id.clone(), link.seq, true),
-            None => match child_form(id) {
-                Some(reserved) => (reserved.0, reserved.1, false),
-                None => return Ok(caller.clone()),
-            },
+        let Some(link) = &request.parent else {
+            // Whether or not its parent exists yet: taken first, it would be the
+            // result of a child its parent starts later.
+            if reserved_for_children(id) {
+                return Err(ApiError::invalid(format!(
+                    "workflow_id {id}: ids ending in -c<number> are reserved for child workflows"
+                )));
+            }
+            return Ok(caller.clone());
         };
+        let (parent, seq) = (link.workflow_id.clone(), link.seq);
         // Only the event at `seq` matters: one row, not the parent's whole history.
         let page = match self.journal.store.read_history(&parent, seq, 1).await {
             Ok(page) => page.events,
@@ -294,13 +298,8 @@ impl Intake {
             }) if started.child_id == *id => Some(started),
             _ => None,
         };
-        match (started, claimed) {
-            (None, false) => Ok(caller.clone()),
-            (Some(_), false) => Err(ApiError::new(
-                ErrorCode::Conflict,
-                format!("workflow id {id} is reserved for a child of workflow {parent}"),
-            )),
-            (Some(started), true)
+        match started {
+            Some(started)
                 if started.workflow_type == request.workflow_type
                     && started.input_digest == hcpflow_engine::event::digest(&request.input) =>
             {
@@ -315,7 +314,7 @@ impl Intake {
                 }
                 Ok(owner)
             }
-            (_, true) => Err(ApiError::invalid(format!(
+            _ => Err(ApiError::invalid(format!(
                 "parent: workflow {parent} did not start {id} at seq {seq} with this type and input"
             ))),
         }
@@ -362,13 +361,12 @@ impl Intake {
     }
 }
 
-/// The parent and seq whose child would get `id` (`<parent>-c<seq>`, the engine's
-/// form for a parent id short enough to keep whole), if `id` has that form.
-fn child_form(id: &WorkflowId) -> Option<(WorkflowId, Seq)> {
-    let (parent, seq) = id.as_str().rsplit_once("-c")?;
-    let seq = seq.parse::<u64>().ok().and_then(|n| Seq::new(n).ok())?;
-    let parent = WorkflowId::new(parent).ok()?;
-    (hcpflow_engine::child_id(&parent, seq) == *id).then_some((parent, seq))
+/// Whether `id` has the form of a child's id (`hcpflow_engine::child_id`: `<parent>-c<seq>`,
+/// or for a long parent id a hashed prefix before `-c<seq>`).
+fn reserved_for_children(id: &WorkflowId) -> bool {
+    id.as_str()
+        .rsplit_once("-c")
+        .is_some_and(|(parent, seq)| !parent.is_empty() && seq.parse::<u64>().is_ok_and(|n| n >= 1))
 }
 
 /// Whether a secret field of `input` holds a value in sealed form.
@@ -431,6 +429,22 @@ fn generated_id() -> WorkflowId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_form_of_child_id_is_reserved() {
+        let short = WorkflowId::new("p1").unwrap();
+        let long = WorkflowId::new("p".repeat(120)).unwrap();
+        for parent in [short, long] {
+            let child = hcpflow_engine::child_id(&parent, Seq::new(7).unwrap());
+            assert!(reserved_for_children(&child), "{child}");
+        }
+        for free in ["wf-c", "c12", "x-c0", "x-cx1", "create-foo-20261125-ab12"] {
+            assert!(
+                !reserved_for_children(&WorkflowId::new(free).unwrap()),
+                "{free}"
+            );
+        }
+    }
 
     const KEY: &str = "dev:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 

@@ -125,7 +125,8 @@ impl ClusterCommand {
 pub fn new_workflow_id(verb: &str, name: &str) -> String {
     let mut rng = rand::thread_rng();
     let suffix: String = (0..4)
-        .map(|_| char::from(b"abcdefghijklmnopqrstuvwxyz0123456789"[rng.gen_range(0..36)]))
+        // No 'c': a suffix like `c123` would give the id a child's form, which is refused.
+        .map(|_| char::from(b"abdefghijklmnopqrstuvwxyz0123456789"[rng.gen_range(0..35)]))
         .collect();
     let name: String = name
         .chars()

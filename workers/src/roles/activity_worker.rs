@@ -69,6 +69,12 @@ impl Runners {
     }
 }
 
+/// How long until `at`, if it is still ahead.
+fn not_yet(at: hcpflow_engine::Timestamp) -> Option<Duration> {
+    let now = u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0);
+    (at.as_millis() > now).then(|| Duration::from_millis(at.as_millis() - now))
+}
+
 /// What a run whose claim was taken over ends with (its outcome is not recorded).
 fn lost_claim(task: &ActivityTask) -> TaskError {
     TaskError::LostClaim {
@@ -262,6 +268,18 @@ impl ActivityWorker {
                 return;
             }
         };
+        // A retry runs no earlier than its backoff says, whoever publishes its task.
+        if let Some(wait) = task.not_before.and_then(not_yet) {
+            if let Err(error) = self.journal.store.release_attempt_claim(&claim).await {
+                tracing::debug!(%error, "releasing the claim of a deferred attempt failed; its lease runs out");
+            }
+            let _ = message
+                .ack_with(async_nats::jetstream::AckKind::Nak(Some(
+                    wait.min(ACK_WAIT),
+                )))
+                .await;
+            return;
+        }
         // Heartbeat: tell NATS the attempt is alive, so only a dead worker's task returns,
         // and extend the claim (which keeps the workflow fresh, so the sweeper does not
         // re-enqueue a long attempt).

@@ -117,7 +117,7 @@ async fn a_child_id_taken_by_a_client_is_a_failure_not_a_result() {
                    "input": {"steps": 3}}),
         )
         .await;
-    assert_eq!(reserved["error"]["code"], "conflict", "{reserved}");
+    assert_eq!(reserved["error"]["code"], "invalid_request", "{reserved}");
 
     // An impostor recorded under the child's id (before these checks, say) with its own
     // input: the parent records the child's failure, not the impostor's output.
@@ -143,9 +143,10 @@ async fn a_child_id_taken_by_a_client_is_a_failure_not_a_result() {
                    "input": {"steps": 1}}),
         )
         .await;
+    // Nor may a client take a child's id its parent has not started yet.
     assert_eq!(
-        taken["ok"], true,
-        "an id no ChildStarted reserved is free: {taken}"
+        taken["error"]["code"], "invalid_request",
+        "a child's id is reserved before the parent starts it: {taken}"
     );
     wake(&server, &parent).await;
     let status = server.wait_terminal(&parent, Duration::from_secs(30)).await;
