@@ -20,6 +20,14 @@ pub struct UnsignedHead {
     pub status: WorkflowStatus,
 }
 
+/// An unsigned head whose index row does not read: never signed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorruptHead {
+    pub workflow_id: WorkflowId,
+    pub seq: Seq,
+    pub reason: String,
+}
+
 /// A stored checkpoint and when it was signed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredCheckpoint {
@@ -58,14 +66,17 @@ impl EventStore {
     /// checkpoint, and live ones whose head moved and whose last checkpoint is older
     /// than `every`. Only workflows whose events go to `events_prefix` (`<prefix>.events.`)
     /// — the deployments sharing a database sign their own. Heads in `skip` (ones the
-    /// caller refused) are left out, so they cannot fill every batch.
+    /// caller refused) are left out, so they cannot fill every batch. A row that does
+    /// not read (a bad head hash or status: the table's checks forbid both, so only a
+    /// tampered schema has one) comes back as a [`CorruptHead`], for the caller to
+    /// refuse, instead of failing the whole scan.
     pub async fn unsigned_heads(
         &self,
         events_prefix: &str,
         every: Duration,
         limit: u32,
         skip: &[(WorkflowId, Seq)],
-    ) -> Result<Vec<UnsignedHead>> {
+    ) -> Result<Vec<std::result::Result<UnsignedHead, CorruptHead>>> {
         let (skip_ids, skip_seqs): (Vec<&str>, Vec<i64>) = skip
             .iter()
             .map(|(id, seq)| (id.as_str(), i64::try_from(seq.get()).unwrap_or(i64::MAX)))
@@ -88,26 +99,37 @@ impl EventStore {
         .bind(&skip_seqs)
         .fetch_all(&self.pool)
         .await?;
-        rows.into_iter()
-            .map(|(id, seq, head, status)| {
-                let corrupt = |reason: String| Error::Corrupt {
-                    workflow_id: id.clone(),
-                    seq: u64::try_from(seq).unwrap_or(0),
+        Ok(rows
+            .into_iter()
+            .filter_map(|(id, seq, head, status)| {
+                // A row whose id or seq does not parse cannot even be named to skip it.
+                let (Ok(workflow_id), Some(seq)) = (
+                    WorkflowId::new(id.clone()),
+                    u64::try_from(seq).ok().and_then(|s| Seq::new(s).ok()),
+                ) else {
+                    tracing::error!(workflow_id = %id, seq, "an index row with an invalid id or seq: not signed");
+                    return None;
+                };
+                let corrupt = |reason: String| CorruptHead {
+                    workflow_id: workflow_id.clone(),
+                    seq,
                     reason,
                 };
-                Ok(UnsignedHead {
-                    workflow_id: WorkflowId::new(id.clone()).map_err(|e| corrupt(e.to_string()))?,
-                    seq: u64::try_from(seq)
-                        .ok()
-                        .and_then(|s| Seq::new(s).ok())
-                        .ok_or_else(|| corrupt(format!("head seq {seq}")))?,
-                    head_hash: ChainHash::from_slice(&head).map_err(|e| corrupt(e.to_string()))?,
-                    status: status
-                        .parse()
-                        .map_err(|_| corrupt(format!("status {status:?}")))?,
-                })
+                let head_hash = match ChainHash::from_slice(&head) {
+                    Ok(hash) => hash,
+                    Err(error) => return Some(Err(corrupt(error.to_string()))),
+                };
+                let Ok(status) = status.parse() else {
+                    return Some(Err(corrupt(format!("status {status:?}"))));
+                };
+                Some(Ok(UnsignedHead {
+                    workflow_id,
+                    seq,
+                    head_hash,
+                    status,
+                }))
             })
-            .collect()
+            .collect())
     }
 
     /// Stores `checkpoint`, moves the workflow's checkpoint mark, and writes `witness`

@@ -36,7 +36,7 @@ pub mod timers;
 
 pub use append::{AppendBatch, Appended, NewWorkflow, OutboxClaim};
 pub use attempt_claims::{AttemptClaim, Claimed};
-pub use checkpoints::{StoredCheckpoint, UnsignedHead};
+pub use checkpoints::{CorruptHead, StoredCheckpoint, UnsignedHead};
 pub use error::{Error, Result};
 pub use history::{HistoryPage, VerifiedHistory};
 pub use index::{WorkflowFilter, WorkflowPage, WorkflowSummary};

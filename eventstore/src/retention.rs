@@ -8,8 +8,8 @@ use crate::error::Result;
 use crate::store::EventStore;
 
 /// How many rows one call deletes at most from each table, so that a backlog is worked
-/// off in short transactions.
-const BATCH: i64 = 10_000;
+/// off in short transactions (call again while [`Purged::backlog`] says so).
+pub const PURGE_BATCH: i64 = 10_000;
 
 /// What one purge deleted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -22,6 +22,14 @@ pub struct Purged {
 impl Purged {
     pub fn total(&self) -> u64 {
         self.outbox + self.timers + self.attempt_claims
+    }
+
+    /// A table had a full batch deleted: there may be more.
+    pub fn backlog(&self) -> bool {
+        let full = u64::try_from(PURGE_BATCH).unwrap_or(u64::MAX);
+        [self.outbox, self.timers, self.attempt_claims]
+            .iter()
+            .any(|&n| n >= full)
     }
 }
 
@@ -48,7 +56,7 @@ impl EventStore {
              SELECT (SELECT count(*) FROM o), (SELECT count(*) FROM t), (SELECT count(*) FROM c)",
         )
         .bind(retention.as_secs_f64())
-        .bind(BATCH)
+        .bind(PURGE_BATCH)
         .fetch_one(&self.pool)
         .await?;
         let count = |n: i64| u64::try_from(n).unwrap_or(0);
@@ -57,5 +65,28 @@ impl EventStore {
             timers: count(timers),
             attempt_claims: count(attempt_claims),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_batch_of_any_table_is_a_backlog() {
+        let full = u64::try_from(PURGE_BATCH).unwrap();
+        assert!(!Purged::default().backlog());
+        assert!(!Purged {
+            outbox: full - 1,
+            timers: 3,
+            attempt_claims: 0
+        }
+        .backlog());
+        assert!(Purged {
+            outbox: 0,
+            timers: full,
+            attempt_claims: 0
+        }
+        .backlog());
     }
 }

@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
+use std::panic::AssertUnwindSafe;
+
+use futures::{FutureExt, StreamExt};
 use hcpflow_engine::event::{CancelRequested, SignalReceived};
 use hcpflow_engine::{Event, HistoryEvent, Seq, TenantId, WorkflowId};
 use hcpflow_eventstore::{Error as StoreError, WorkflowFilter, WorkflowSummary};
@@ -58,7 +60,17 @@ impl Api {
             });
         }
         let _ = requests.unsubscribe().await;
-        let _ = permits.acquire_many(256).await;
+        // Requests in flight get a bounded time to be answered, like tasks.
+        let drained = tokio::time::timeout(
+            crate::runtime::nats::SHUTDOWN_GRACE,
+            permits.acquire_many(256),
+        )
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                "API requests still in flight at the shutdown deadline are left unanswered"
+            );
+        }
         Ok(())
     }
 
@@ -76,7 +88,16 @@ impl Api {
             .api_route(&request.subject)
             .unwrap_or((Ok(TenantId::default_tenant()), ""));
         let answer = match tenant {
-            Ok(tenant) => self.handle(&tenant, verb, &request.payload).await,
+            // A bug must cost one request an `internal` reply, never the reply itself.
+            Ok(tenant) => AssertUnwindSafe(self.handle(&tenant, verb, &request.payload))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| {
+                    tracing::error!(verb, "an API request's handler panicked");
+                    Err(ApiError::internal(
+                        "the server failed to answer this request",
+                    ))
+                }),
             Err(error) => Err(ApiError::invalid(format!("the subject's tenant: {error}"))),
         };
         let reply = match answer {
@@ -424,7 +445,11 @@ impl Api {
     }
 }
 
-/// What a signal costs against `--max-signal-bytes`: its name and payload as JSON.
+/// What a signal costs against `--max-signal-bytes`: its name and payload as JSON, plus
+/// what any event costs (envelope, hashes, a row), so tiny signals are not free.
 fn signal_bytes(name: &str, payload: &Value) -> usize {
-    name.len() + payload.to_string().len()
+    SIGNAL_OVERHEAD + name.len() + payload.to_string().len()
 }
+
+/// The bytes every signal counts for besides its name and payload.
+pub const SIGNAL_OVERHEAD: usize = 256;

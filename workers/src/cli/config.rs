@@ -564,6 +564,10 @@ mod tests {
         assert_eq!(config.prefix, "fromflag");
         assert_eq!(config.max_body_bytes, 10);
         assert_eq!(config.nats.url, DEFAULT_NATS_URL);
+        // Off unless asked for: the built-in noop_* workflows; streams are bounded.
+        assert!(!config.builtin_workflows);
+        assert_eq!(config.stream_limits.max_bytes, DEFAULT_STREAM_MAX_BYTES);
+        const { assert!(DEFAULT_STREAM_MAX_BYTES > 0) };
         assert!(
             !format!("{config:?}").contains("postgres://file"),
             "secrets stay out of Debug"

@@ -69,6 +69,16 @@ impl Runners {
     }
 }
 
+/// A heartbeat task, stopped when its run ends — however it ends, a panic included
+/// (a heartbeat left running would hold the attempt's claim for ever).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// How long until `at`, if it is still ahead.
 fn not_yet(at: hcpflow_engine::Timestamp) -> Option<Duration> {
     let now = u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0);
@@ -158,7 +168,7 @@ impl ActivityWorker {
         // The step that scheduled the task claimed its outbox row and its attempt for
         // this process, in its commit.
         let claim = claim_of(&task, claimer.clone());
-        let mut beat = {
+        let mut beat = AbortOnDrop({
             let journal = self.journal.clone();
             let (claimer, claim) = (claimer.clone(), claim.clone());
             tokio::spawn(async move {
@@ -184,14 +194,14 @@ impl ActivityWorker {
                     }
                 }
             })
-        };
+        });
         self.journal.metrics.eager_tasks.inc();
         // The heartbeat ends only when a claim is lost: the attempt is stopped then.
         let outcome = tokio::select! {
             outcome = self.attempt(&task, Some(claim.clone())) => outcome,
-            _ = &mut beat => Err(lost_claim(&task)),
+            _ = &mut beat.0 => Err(lost_claim(&task)),
         };
-        beat.abort();
+        drop(beat);
         match outcome {
             // Lost: another runner took the attempt and records it.
             Ok(()) | Err(TaskError::LostClaim { .. }) => self.journal.mark_outbox_done(outbox_id),
@@ -283,7 +293,7 @@ impl ActivityWorker {
         // Heartbeat: tell NATS the attempt is alive, so only a dead worker's task returns,
         // and extend the claim (which keeps the workflow fresh, so the sweeper does not
         // re-enqueue a long attempt).
-        let mut beat = {
+        let mut beat = AbortOnDrop({
             let message = message.clone();
             let journal = self.journal.clone();
             let claim = claim.clone();
@@ -304,14 +314,14 @@ impl ActivityWorker {
                     }
                 }
             })
-        };
+        });
         // The heartbeat ends only when the claim is lost: the attempt is stopped then,
         // so that it never runs beside the runner that took it over.
         let outcome = tokio::select! {
             outcome = self.attempt(&task, Some(claim)) => outcome,
-            _ = &mut beat => Err(lost_claim(&task)),
+            _ = &mut beat.0 => Err(lost_claim(&task)),
         };
-        beat.abort();
+        drop(beat);
         settle(
             &self.journal,
             &message,

@@ -65,13 +65,21 @@ impl Checkpointer {
             .await?;
         let mut signed = 0;
         for head in heads {
+            let head = match head {
+                Ok(head) => head,
+                Err(corrupt) => {
+                    tracing::error!(workflow_id = %corrupt.workflow_id, seq = corrupt.seq.get(), reason = %corrupt.reason, "the index row does not read: its head is not signed");
+                    refuse(refused, (corrupt.workflow_id, corrupt.seq));
+                    continue;
+                }
+            };
             match self.check_chain(&head).await {
                 Ok(true) => {}
                 // The workflow moved on since the scan: the next scan signs the new head.
                 Ok(false) => continue,
                 Err(ChainCheck::Refused(reason)) => {
                     tracing::error!(workflow_id = %head.workflow_id, seq = head.seq.get(), %reason, "history does not verify: its head is not signed");
-                    refused.insert((head.workflow_id.clone(), head.seq));
+                    refuse(refused, (head.workflow_id.clone(), head.seq));
                     continue;
                 }
                 // Postgres trouble that passes: the head is tried again next round.
@@ -145,6 +153,17 @@ impl ChainCheck {
             other => Self::Unavailable(other),
         }
     }
+}
+
+/// Most refused heads remembered: beyond, the set starts over (a head refused again
+/// costs one more check), so it neither grows nor fills every scan's query for ever.
+const MAX_REFUSED: usize = 1000;
+
+fn refuse(refused: &mut BTreeSet<(WorkflowId, Seq)>, head: (WorkflowId, Seq)) {
+    if refused.len() >= MAX_REFUSED {
+        refused.clear();
+    }
+    refused.insert(head);
 }
 
 #[cfg(test)]

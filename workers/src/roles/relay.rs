@@ -30,6 +30,9 @@ const BATCH: u32 = 500;
 /// (for a look at what just happened), and how often the relay deletes older ones.
 const RETENTION: Duration = Duration::from_secs(60 * 60);
 const PURGE_EVERY: Duration = Duration::from_secs(60);
+/// At most this many batches of 10,000 per table in one pass (a million rows a minute,
+/// far beyond what steps produce), so a large backlog shrinks within a few passes.
+const MAX_PURGE_BATCHES: usize = 100;
 
 #[derive(Debug)]
 pub struct Relay {
@@ -77,12 +80,27 @@ impl Relay {
         }
     }
 
-    /// Deletes what is done and older than the retention.
+    /// Deletes what is done and older than the retention: batch after batch while
+    /// batches come back full (a backlog), up to a bound per pass so the relay gets on
+    /// with its own work.
     async fn purge(&self) {
-        match self.journal.store.purge_done(RETENTION).await {
-            Ok(purged) if purged.total() > 0 => tracing::debug!(?purged, "purged done rows"),
-            Ok(_) => {}
-            Err(error) => tracing::warn!(%error, "purging done rows failed; trying again later"),
+        for _ in 0..MAX_PURGE_BATCHES {
+            match self.journal.store.purge_done(RETENTION).await {
+                Ok(purged) if purged.backlog() => {
+                    tracing::debug!(?purged, "purged done rows; more to go");
+                    tokio::task::yield_now().await;
+                }
+                Ok(purged) => {
+                    if purged.total() > 0 {
+                        tracing::debug!(?purged, "purged done rows");
+                    }
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "purging done rows failed; trying again later");
+                    return;
+                }
+            }
         }
     }
 

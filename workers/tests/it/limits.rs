@@ -185,13 +185,14 @@ async fn signals_cannot_grow_a_workflows_log_without_bound() {
     };
     let _shared = crate::support::shared().await;
     let prefix = unique("siglimit");
-    let server = Server::start(env, &prefix, &["--max-signal-bytes", "210"]).await;
+    let server = Server::start(env, &prefix, &["--max-signal-bytes", "1250"]).await;
     let id = format!("{prefix}-slow");
     server
         .start_workflow("noop_chain", &id, json!({"steps": 20, "sleep_ms": 200}))
         .await;
     let signal = |n: usize| json!({"workflow_id": id, "signal": "note", "payload": "x".repeat(n)});
-    // 4 + 62 bytes each (name and JSON payload): three fit in 210, a fourth does not.
+    // 256 + 4 + 62 bytes each (an event's overhead, name and JSON payload): three fit in
+    // 1250, a fourth does not.
     for _ in 0..3 {
         let accepted = server.api("signal", signal(60)).await;
         assert_eq!(accepted, json!({"ok": true}));
@@ -202,7 +203,7 @@ async fn signals_cannot_grow_a_workflows_log_without_bound() {
         let message = refused["error"]["message"].as_str().unwrap_or("");
         assert!(message.contains("--max-signal-bytes"), "{refused}");
     }
-    // A signal that still fits (4 + 2 bytes) is taken.
+    // A signal that still fits (256 + 4 + 2 bytes) is taken.
     let small = server.api("signal", signal(0)).await;
     assert_eq!(small, json!({"ok": true}));
     assert_eq!(

@@ -18,12 +18,24 @@ struct Hostile {
 
 /// The `n`th message of the storm: every verb, wrong types, truncated and huge bodies,
 /// unicode, sealed-looking secrets, unknown verbs and types.
-fn hostile(n: u64, prefix: &str, rng: &mut impl rand::Rng) -> Hostile {
-    const VERBS: [&str; 9] = [
-        "start", "describe", "list", "history", "signal", "cancel", "clusters", "verify", "nope",
+fn hostile(n: u64, prefix: &str, live: &str, rng: &mut impl rand::Rng) -> Hostile {
+    const VERBS: [&str; 10] = [
+        "start", "destroy", "describe", "list", "history", "signal", "cancel", "clusters",
+        "verify", "nope",
     ];
     let verb = VERBS[rng.gen_range(0..VERBS.len())].to_owned();
     let id = format!("{prefix}-h{n}");
+    // Over the size limit: one in 500, whatever the verb.
+    if n.is_multiple_of(500) {
+        let mut body = format!("{{\"workflow_type\": \"noop_chain\", \"workflow_id\": \"{id}\", \"input\": {{\"pad\": \"");
+        body.push_str(&"x".repeat(1024 * 1024 + 1));
+        body.push_str("\"}}");
+        return Hostile {
+            start_id: Some(id).filter(|_| verb == "start" || verb == "destroy"),
+            verb,
+            body: body.into_bytes(),
+        };
+    }
     let wrong = [
         json!(null),
         json!(7),
@@ -36,7 +48,7 @@ fn hostile(n: u64, prefix: &str, rng: &mut impl rand::Rng) -> Hostile {
         json!("a".repeat(300)),
     ];
     let pick = |rng: &mut dyn rand::RngCore| wrong[(rng.next_u32() as usize) % wrong.len()].clone();
-    let (body, start_id) = match rng.gen_range(0..8) {
+    let (body, start_id) = match rng.gen_range(0..9) {
         // A start of a real type with a wrong input, or a secret already sealed.
         0 => (
             json!({"workflow_type": "create_hosted_cluster", "workflow_id": id,
@@ -89,22 +101,18 @@ fn hostile(n: u64, prefix: &str, rng: &mut impl rand::Rng) -> Hostile {
                 start_id: None,
             };
         }
-        // Over the size limit (a few of them).
-        _ if n.is_multiple_of(500) => {
-            let mut body = format!("{{\"workflow_type\": \"noop_chain\", \"workflow_id\": \"{id}\", \"input\": {{\"pad\": \"");
-            body.push_str(&"x".repeat(1024 * 1024 + 1));
-            body.push_str("\"}}");
-            return Hostile {
-                verb,
-                body: body.into_bytes(),
-                start_id: Some(id),
-            };
-        }
+        // Wrong fields aimed at a live workflow (signals with any payload may land; a
+        // cancel's reason is always of the wrong type, so no cancel does).
+        7 => (
+            json!({"workflow_id": live, "signal": pick(rng), "payload": pick(rng),
+                   "reason": 7, "from_seq": pick(rng)}),
+            None,
+        ),
         _ => (json!(pick(rng)), None),
     };
     Hostile {
         body: serde_json::to_vec(&body).unwrap(),
-        start_id: start_id.filter(|_| verb == "start"),
+        start_id: start_id.filter(|_| verb == "start" || verb == "destroy"),
         verb,
     }
 }
@@ -122,10 +130,32 @@ async fn ten_thousand_hostile_messages_get_documented_answers_and_record_nothing
     let _shared = crate::support::shared().await;
     let prefix = unique("storm");
     let server = Server::start(env, &prefix, &[]).await;
+    // A workflow that lives through the storm, the target of forged tasks and signals.
+    let live = format!("{prefix}-live");
+    let started = server
+        .start_workflow("noop_chain", &live, json!({"steps": 40, "sleep_ms": 100}))
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(18);
-    let messages: Vec<Hostile> = (0..10_000).map(|n| hostile(n, &prefix, &mut rng)).collect();
-    // Forged tasks on the internal subjects too, for workflows that do not exist.
+    let messages: Vec<Hostile> = (0..10_000)
+        .map(|n| hostile(n, &prefix, &live, &mut rng))
+        .collect();
+    // Forged tasks on the internal subjects too: for workflows that do not exist, and
+    // for every early attempt of the live one.
     let subjects = Subjects::new(&server.prefix).unwrap();
+    for seq in 1..=120 {
+        for attempt in 1..=2 {
+            let forged = json!({"workflow_id": live, "scheduled_seq": seq, "attempt": attempt});
+            server
+                .client
+                .publish(
+                    subjects.activity_tasks("default"),
+                    serde_json::to_vec(&forged).unwrap().into(),
+                )
+                .await
+                .unwrap();
+        }
+    }
     for n in 0..200 {
         let forged =
             json!({"workflow_id": format!("{prefix}-ghost{n}"), "scheduled_seq": 1, "attempt": 1});
@@ -179,6 +209,7 @@ async fn ten_thousand_hostile_messages_get_documented_answers_and_record_nothing
         .collect()
         .await;
     let mut refused_starts = Vec::new();
+    let mut too_large = 0;
     for (start_id, reply) in &replies {
         let reply = reply.as_ref().unwrap_or_else(|e| panic!("{e}"));
         if reply["ok"] == json!(true) {
@@ -189,11 +220,16 @@ async fn ten_thousand_hostile_messages_get_documented_answers_and_record_nothing
         let code = reply["error"]["code"].as_str().unwrap_or("");
         assert!(DOCUMENTED.contains(&code), "an undocumented reply: {reply}");
         assert_ne!(code, "internal", "{reply}");
+        too_large += usize::from(code == "too_large");
         if let Some(id) = start_id {
             refused_starts.push(id.clone());
         }
     }
     assert!(refused_starts.len() > 500, "{}", refused_starts.len());
+    assert!(
+        too_large >= 20,
+        "oversized bodies answered too_large: {too_large}"
+    );
     // Nothing a refused request carried was recorded.
     for id in refused_starts
         .iter()
@@ -208,6 +244,17 @@ async fn ten_thousand_hostile_messages_get_documented_answers_and_record_nothing
             "{id} was recorded although its start was refused"
         );
     }
+    // The live workflow went its way: each step ran and was recorded once.
+    assert_eq!(
+        server.wait_terminal(&live, Duration::from_secs(120)).await,
+        "completed"
+    );
+    let history = crate::histories::history(&server, &live).await;
+    let completed = history
+        .iter()
+        .filter(|e| e["type"] == "ActivityCompleted")
+        .count();
+    assert_eq!(completed, 40, "one outcome per step");
     // And the server still works.
     let id = format!("{prefix}-after");
     server
@@ -217,4 +264,22 @@ async fn ten_thousand_hostile_messages_get_documented_answers_and_record_nothing
         server.wait_terminal(&id, Duration::from_secs(30)).await,
         "completed"
     );
+    // No start got through, with an id or without one: the deployment holds the two
+    // workflows this test started, nothing else.
+    let filter = hcpflow_eventstore::WorkflowFilter {
+        events_prefix: Some(format!("{prefix}.events.")),
+        ..Default::default()
+    };
+    let recorded = server
+        .store
+        .list_workflows(&filter, 100, None)
+        .await
+        .unwrap();
+    let mut ids: Vec<String> = recorded
+        .workflows
+        .iter()
+        .map(|w| w.workflow_id.to_string())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, vec![format!("{prefix}-after"), live], "{ids:?}");
 }
