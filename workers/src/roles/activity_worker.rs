@@ -198,7 +198,7 @@ impl ActivityWorker {
         self.journal.metrics.eager_tasks.inc();
         // The heartbeat ends only when a claim is lost: the attempt is stopped then.
         let outcome = tokio::select! {
-            outcome = self.attempt(&task, Some(claim.clone())) => outcome,
+            outcome = self.attempt_guarded(&task, Some(claim.clone())) => outcome,
             _ = &mut beat.0 => Err(lost_claim(&task)),
         };
         drop(beat);
@@ -318,7 +318,7 @@ impl ActivityWorker {
         // The heartbeat ends only when the claim is lost: the attempt is stopped then,
         // so that it never runs beside the runner that took it over.
         let outcome = tokio::select! {
-            outcome = self.attempt(&task, Some(claim)) => outcome,
+            outcome = self.attempt_guarded(&task, Some(claim)) => outcome,
             _ = &mut beat.0 => Err(lost_claim(&task)),
         };
         drop(beat);
@@ -352,6 +352,19 @@ impl ActivityWorker {
             named.scheduled_seq,
             named.attempt,
         ))
+    }
+
+    /// [`Self::attempt`], with a panic of the runtime's own code (recording the outcome,
+    /// say) caught like an activity's: the task is retried, then its workflow blocked.
+    async fn attempt_guarded(
+        &self,
+        task: &ActivityTask,
+        claim: Option<AttemptClaim>,
+    ) -> Result<(), TaskError> {
+        AssertUnwindSafe(self.attempt(task, claim))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|payload| Err(TaskError::panicked(&task.workflow_id, payload.as_ref())))
     }
 
     /// Runs the attempt and records its outcome — once: a second outcome for the same

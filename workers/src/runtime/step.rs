@@ -90,8 +90,16 @@ impl Journal {
             .store
             .append_locked(id, |summary, stored| {
                 tries += 1;
-                let history = decode(stored)?;
-                Ok(self.decide(id, summary, history, &mut inputs, now))
+                let mut decode_and_decide = || {
+                    let history = decode(stored)?;
+                    Ok(self.decide(id, summary, history, &mut inputs, now))
+                };
+                // Decoding a long history read from the store is CPU work too.
+                if stored.len() >= LONG_HISTORY && on_multi_thread_runtime() {
+                    tokio::task::block_in_place(decode_and_decide)
+                } else {
+                    decode_and_decide()
+                }
             })
             .await?;
         if tries > 1 {
@@ -234,4 +242,15 @@ const LONG_HISTORY: usize = 500;
 fn on_multi_thread_runtime() -> bool {
     tokio::runtime::Handle::try_current()
         .is_ok_and(|handle| handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A long history is decoded inside `block_in_place` and replayed inside another.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn blocking_work_may_nest() {
+        assert!(super::on_multi_thread_runtime());
+        let n = tokio::task::block_in_place(|| tokio::task::block_in_place(|| 7));
+        assert_eq!(n, 7);
+    }
 }
