@@ -42,6 +42,7 @@ lint:
 	@found=$$(cargo tree --locked -p hcpflow-protocol -e normal --prefix none | grep -E '^($(SERVER_CRATES))[ -]' | sort -u); \
 	if [ -n "$$found" ]; then echo "hcpflow-protocol must not depend on the server's crates: $$found"; exit 1; fi; \
 	echo "hcpflow-protocol is free of the server's crates"
+	@cargo run --locked -q -p hcpflow-workers --bin hcpflow -- nats permissions --check deploy/nats/hcpflow-accounts.conf
 
 fmt:
 	cargo fmt --all

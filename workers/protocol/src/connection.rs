@@ -37,6 +37,9 @@ pub struct NatsConfig {
     pub token: Option<Secret>,
     /// Connect over TLS, trusting this CA.
     pub ca_file: Option<PathBuf>,
+    /// The prefix of this client's reply subjects (NATS's default is `_INBOX`): with
+    /// per-user permissions, each user reads replies under its own prefix only.
+    pub inbox_prefix: Option<String>,
 }
 
 /// Connects, retrying for up to 30 s while NATS is unreachable (it may be starting);
@@ -49,7 +52,13 @@ pub async fn connect(config: &NatsConfig, name: &str) -> anyhow::Result<async_na
     loop {
         let mut options = async_nats::ConnectOptions::new()
             .name(name)
-            .connection_timeout(Duration::from_secs(5));
+            .connection_timeout(Duration::from_secs(5))
+            // What NATS refuses (a permission violation, say) is otherwise silent.
+            .event_callback(|event| async move {
+                if let async_nats::Event::ServerError(error) = event {
+                    tracing::warn!(%error, "NATS reported an error");
+                }
+            });
         if let (Some(user), Some(password)) = (&config.user, &config.password) {
             options = options.user_and_password(user.clone(), password.expose().to_owned());
         }
@@ -58,6 +67,9 @@ pub async fn connect(config: &NatsConfig, name: &str) -> anyhow::Result<async_na
         }
         if let Some(ca) = &config.ca_file {
             options = options.add_root_certificates(ca.clone()).require_tls(true);
+        }
+        if let Some(prefix) = &config.inbox_prefix {
+            options = options.custom_inbox_prefix(prefix.clone());
         }
         let error = match options.connect(config.url.as_str()).await {
             Ok(client) => return Ok(client),

@@ -42,6 +42,35 @@ pub enum Command {
     /// Print the settings a server would run with (flags over environment over the
     /// config file over defaults; secrets shown only as set), as JSON.
     Config(ConfigArgs),
+    /// NATS deployment: `permissions` prints the accounts configuration of every role.
+    #[command(subcommand)]
+    Nats(NatsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NatsCommand {
+    /// The NATS accounts configuration that gives each process role and each tenant's
+    /// reader, operator and admin exactly the subjects it needs (see deploy/nats/).
+    Permissions(PermissionsArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PermissionsArgs {
+    /// Subject and stream prefix.
+    #[arg(long, default_value = crate::cli::config::DEFAULT_PREFIX)]
+    pub prefix: String,
+    /// The tenants that get client users (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "default")]
+    pub tenants: Vec<String>,
+    /// The activity task queues the activity role consumes (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "default")]
+    pub task_queues: Vec<String>,
+    /// Write the configuration to this file instead of printing it.
+    #[arg(long, conflicts_with = "check")]
+    pub output: Option<std::path::PathBuf>,
+    /// Fail unless this file holds exactly what would be generated.
+    #[arg(long)]
+    pub check: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -140,6 +169,7 @@ impl Cli {
             Command::Cluster(args) => args.command.run(&args.client.api().await?).await,
             Command::Workflow(args) => args.command.run(&args.client.api().await?).await,
             Command::Audit(args) => args.command.run(&args.client).await,
+            Command::Nats(NatsCommand::Permissions(args)) => permissions(&args),
             Command::Bench(args) => {
                 let (nats, prefix) = args.config.client.nats()?;
                 let database_url = args.config.database_url()?;
@@ -165,6 +195,41 @@ impl Cli {
                 println!("{}", serde_json::to_string_pretty(&config.describe())?);
                 Ok(())
             }
+        }
+    }
+}
+
+/// `hcpflow nats permissions`: prints, writes or checks the accounts configuration.
+fn permissions(args: &PermissionsArgs) -> anyhow::Result<()> {
+    use crate::cli::nats_permissions::Deployment;
+    let deployment = Deployment {
+        subjects: hcpflow_protocol::Subjects::new(&args.prefix)?,
+        tenants: args
+            .tenants
+            .iter()
+            .map(|t| hcpflow_engine::TenantId::new(t.as_str()))
+            .collect::<Result<_, _>>()?,
+        task_queues: args.task_queues.clone(),
+    };
+    let text = deployment.render();
+    match (&args.output, &args.check) {
+        (Some(path), _) => {
+            std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))
+        }
+        (None, Some(path)) => {
+            let shipped = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            anyhow::ensure!(
+                shipped == text,
+                "{} differs from what `hcpflow nats permissions` generates for these settings: regenerate it with --output",
+                path.display()
+            );
+            println!("{} matches the generated configuration", path.display());
+            Ok(())
+        }
+        (None, None) => {
+            print!("{text}");
+            Ok(())
         }
     }
 }

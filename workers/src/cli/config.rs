@@ -70,6 +70,7 @@ pub struct ConfigFile {
     pub nats_password: Option<Secret>,
     pub nats_token: Option<Secret>,
     pub nats_ca_file: Option<PathBuf>,
+    pub nats_inbox_prefix: Option<String>,
     pub prefix: Option<String>,
     pub seal_key: Option<Secret>,
     pub audit_signing_key: Option<Secret>,
@@ -225,6 +226,10 @@ pub struct ClientArgs {
     /// A CA file: connect to NATS over TLS and trust this CA.
     #[arg(long, env = "HCPFLOW_NATS_CA_FILE", global = true)]
     pub nats_ca_file: Option<PathBuf>,
+    /// The prefix of this client's reply subjects (`_INBOX_<user>` with the
+    /// permissions of `hcpflow nats permissions`).
+    #[arg(long, env = "HCPFLOW_NATS_INBOX_PREFIX", global = true)]
+    pub nats_inbox_prefix: Option<String>,
     /// Subject and stream prefix.
     #[arg(long, env = "HCPFLOW_PREFIX", global = true)]
     pub prefix: Option<String>,
@@ -264,6 +269,10 @@ impl ClientArgs {
                 .nats_ca_file
                 .clone()
                 .or_else(|| file.nats_ca_file.clone()),
+            inbox_prefix: self
+                .nats_inbox_prefix
+                .clone()
+                .or_else(|| file.nats_inbox_prefix.clone()),
         };
         if nats.user.is_some() != nats.password.is_some() {
             bail!("NATS user and password must be given together");
@@ -314,6 +323,7 @@ impl Config {
             "nats_password": secret(&self.nats.password),
             "nats_token": secret(&self.nats.token),
             "nats_ca_file": self.nats.ca_file,
+            "nats_inbox_prefix": self.nats.inbox_prefix,
             "prefix": self.prefix,
             "seal_key": secret(&self.seal_key),
             "audit_signing_key": secret(&self.audit_signing_key),

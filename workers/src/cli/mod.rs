@@ -11,6 +11,7 @@ pub mod commands;
 pub mod config;
 pub mod follow;
 pub mod migrate;
+pub mod nats_permissions;
 pub mod progress;
 pub mod timeline;
 pub mod workflow;

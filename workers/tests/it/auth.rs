@@ -10,9 +10,9 @@ use serde_json::json;
 use crate::support::{env_value, free_port, stack, unique, Server};
 
 /// A private nats-server with JetStream, stopped (and its store removed) on drop.
-struct PrivateNats {
+pub(crate) struct PrivateNats {
     child: tokio::process::Child,
-    url: String,
+    pub url: String,
     dir: PathBuf,
 }
 
@@ -23,6 +23,19 @@ impl PrivateNats {
         dir: PathBuf,
         scheme: &str,
         args: &[&str],
+        options: impl Fn() -> async_nats::ConnectOptions,
+    ) -> PrivateNats {
+        Self::start_with_env(env, dir, scheme, args, &[], options).await
+    }
+
+    /// As `start`, with `server_env` in nats-server's environment (the passwords its
+    /// configuration names).
+    pub(crate) async fn start_with_env(
+        env: &[(String, String)],
+        dir: PathBuf,
+        scheme: &str,
+        args: &[&str],
+        server_env: &[(String, String)],
         options: impl Fn() -> async_nats::ConnectOptions,
     ) -> PrivateNats {
         hcpflow_workers::runtime::tls::install_crypto_provider();
@@ -36,6 +49,7 @@ impl PrivateNats {
             .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
             .arg(dir.join("store"))
             .args(args)
+            .envs(server_env.iter().cloned())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .kill_on_drop(true)

@@ -18,6 +18,7 @@ mod histories;
 mod hosted_cluster;
 mod kube_registry;
 mod limits;
+mod permissions;
 mod rollback;
 mod secrets;
 mod storm;

@@ -118,6 +118,17 @@ impl Server {
         let client = async_nats::connect(env_value(&env, "HCPFLOW_NATS_URL"))
             .await
             .unwrap();
+        Self::start_worker_with_client(env, prefix, roles, extra, client).await
+    }
+
+    /// As `start_worker`, talking to it through `client`.
+    pub(crate) async fn start_worker_with_client(
+        env: Vec<(String, String)>,
+        prefix: &str,
+        roles: &str,
+        extra: &[&str],
+        client: async_nats::Client,
+    ) -> Server {
         let command = vec!["worker".to_owned(), "--role".to_owned(), roles.to_owned()];
         Self::launch_command(env, prefix, command, extra, client, None).await
     }
