@@ -309,7 +309,7 @@ http: 127.0.0.1:$nats_monitor_port
 max_payload: 8MB
 max_pending: 64MB
 # max_file_store is what NATS lets streams reserve, not disk in use: every test prefix
-# makes five streams of 1 GiB (hcpflow's default bound), so the dev store allows many.
+# makes five streams of 256 MiB (hcpflow's default bound), so the dev store allows many.
 jetstream {
   store_dir: "$dev/nats"
   max_memory_store: 256MB

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use serde::Deserialize;
 
 /// A value that never shows in logs or `Debug` output.
@@ -37,9 +37,46 @@ pub struct NatsConfig {
     pub token: Option<Secret>,
     /// Connect over TLS, trusting this CA.
     pub ca_file: Option<PathBuf>,
+    /// A client certificate and its key (PEM), for a NATS that verifies clients (mTLS).
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// A file holding the user's nkey seed (`SU...`): authentication by signature, the
+    /// seed never sent.
+    pub nkey_seed_file: Option<PathBuf>,
+    /// A `.creds` file (a user JWT and its nkey seed), for a NATS run in operator mode.
+    pub creds_file: Option<PathBuf>,
     /// The prefix of this client's reply subjects (NATS's default is `_INBOX`): with
     /// per-user permissions, each user reads replies under its own prefix only.
     pub inbox_prefix: Option<String>,
+}
+
+/// Adds the client's identity beyond user, password and token: a client certificate,
+/// an nkey, or a `.creds` file. An unreadable file is an error at once, naming it.
+async fn with_identity(
+    mut options: async_nats::ConnectOptions,
+    config: &NatsConfig,
+) -> anyhow::Result<async_nats::ConnectOptions> {
+    match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => {
+            options = options
+                .add_client_certificate(cert.clone(), key.clone())
+                .require_tls(true);
+        }
+        (None, None) => {}
+        _ => bail!("a NATS client certificate needs both its certificate and its key file"),
+    }
+    if let Some(path) = &config.nkey_seed_file {
+        let seed = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the NATS nkey seed {}", path.display()))?;
+        options = options.nkey(seed.trim().to_owned());
+    }
+    if let Some(path) = &config.creds_file {
+        options = options
+            .credentials_file(path)
+            .await
+            .with_context(|| format!("reading the NATS credentials {}", path.display()))?;
+    }
+    Ok(options)
 }
 
 /// Connects, retrying for up to 30 s while NATS is unreachable (it may be starting);
@@ -71,6 +108,7 @@ pub async fn connect(config: &NatsConfig, name: &str) -> anyhow::Result<async_na
         if let Some(prefix) = &config.inbox_prefix {
             options = options.custom_inbox_prefix(prefix.clone());
         }
+        options = with_identity(options, config).await?;
         let error = match options.connect(config.url.as_str()).await {
             Ok(client) => return Ok(client),
             Err(error) => error,

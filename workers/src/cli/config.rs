@@ -71,6 +71,10 @@ pub struct ConfigFile {
     pub nats_token: Option<Secret>,
     pub nats_ca_file: Option<PathBuf>,
     pub nats_inbox_prefix: Option<String>,
+    pub nats_tls_cert: Option<PathBuf>,
+    pub nats_tls_key: Option<PathBuf>,
+    pub nats_nkey_seed_file: Option<PathBuf>,
+    pub nats_creds_file: Option<PathBuf>,
     pub prefix: Option<String>,
     pub seal_key: Option<Secret>,
     pub audit_signing_key: Option<Secret>,
@@ -230,6 +234,18 @@ pub struct ClientArgs {
     /// permissions of `hcpflow nats permissions`).
     #[arg(long, env = "HCPFLOW_NATS_INBOX_PREFIX", global = true)]
     pub nats_inbox_prefix: Option<String>,
+    /// A client certificate (PEM) for a NATS that verifies clients (mTLS); with
+    /// `--nats-tls-key`.
+    #[arg(long, env = "HCPFLOW_NATS_TLS_CERT", global = true)]
+    pub nats_tls_cert: Option<PathBuf>,
+    #[arg(long, env = "HCPFLOW_NATS_TLS_KEY", global = true)]
+    pub nats_tls_key: Option<PathBuf>,
+    /// A file holding the NATS user's nkey seed.
+    #[arg(long, env = "HCPFLOW_NATS_NKEY_SEED_FILE", global = true)]
+    pub nats_nkey_seed_file: Option<PathBuf>,
+    /// A NATS `.creds` file (user JWT and seed).
+    #[arg(long, env = "HCPFLOW_NATS_CREDS_FILE", global = true)]
+    pub nats_creds_file: Option<PathBuf>,
     /// Subject and stream prefix.
     #[arg(long, env = "HCPFLOW_PREFIX", global = true)]
     pub prefix: Option<String>,
@@ -273,7 +289,26 @@ impl ClientArgs {
                 .nats_inbox_prefix
                 .clone()
                 .or_else(|| file.nats_inbox_prefix.clone()),
+            tls_cert: self
+                .nats_tls_cert
+                .clone()
+                .or_else(|| file.nats_tls_cert.clone()),
+            tls_key: self
+                .nats_tls_key
+                .clone()
+                .or_else(|| file.nats_tls_key.clone()),
+            nkey_seed_file: self
+                .nats_nkey_seed_file
+                .clone()
+                .or_else(|| file.nats_nkey_seed_file.clone()),
+            creds_file: self
+                .nats_creds_file
+                .clone()
+                .or_else(|| file.nats_creds_file.clone()),
         };
+        if nats.tls_cert.is_some() != nats.tls_key.is_some() {
+            bail!("a NATS client certificate needs both --nats-tls-cert and --nats-tls-key");
+        }
         if nats.user.is_some() != nats.password.is_some() {
             bail!("NATS user and password must be given together");
         }
@@ -324,6 +359,10 @@ impl Config {
             "nats_token": secret(&self.nats.token),
             "nats_ca_file": self.nats.ca_file,
             "nats_inbox_prefix": self.nats.inbox_prefix,
+            "nats_tls_cert": self.nats.tls_cert,
+            "nats_tls_key": self.nats.tls_key,
+            "nats_nkey_seed_file": self.nats.nkey_seed_file,
+            "nats_creds_file": self.nats.creds_file,
             "prefix": self.prefix,
             "seal_key": secret(&self.seal_key),
             "audit_signing_key": secret(&self.audit_signing_key),

@@ -27,10 +27,11 @@ pub struct StreamLimits {
     pub max_message_size: i32,
 }
 
-/// 1 GiB per stream unless configured (`--stream-max-bytes`; -1 lifts the bound). NATS
-/// reserves a stream's `max_bytes` against its store's `max_file_store` when the stream
-/// is made, so a deployment's NATS needs room for five of these per prefix.
-pub const DEFAULT_STREAM_MAX_BYTES: i64 = 1 << 30;
+/// 256 MiB per stream unless configured (`--stream-max-bytes`; -1 lifts the bound).
+/// NATS reserves a stream's `max_bytes` against its store's `max_file_store` (by
+/// default 75% of the free disk) when the stream is made, so a deployment's NATS needs
+/// room for five of these per prefix.
+pub const DEFAULT_STREAM_MAX_BYTES: i64 = 256 << 20;
 
 /// Creates the streams of DESIGN.md §4, or brings an existing one's limits up to
 /// `limits` (what `hcpflow migrate` does, and a server that migrates at start);
@@ -64,9 +65,10 @@ pub async fn ensure_streams(
                 }
             }
             Err(_) => {
-                js.create_stream(config)
-                    .await
-                    .with_context(|| format!("creating stream {name}"))?;
+                let bytes = config.max_bytes;
+                js.create_stream(config).await.with_context(|| {
+                    format!("creating stream {name} (bounded to {bytes} bytes: if NATS lacks the storage, lower --stream-max-bytes or raise its max_file_store)")
+                })?;
             }
         }
     }

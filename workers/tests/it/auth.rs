@@ -259,5 +259,229 @@ fn make_certificates(dir: &Path) -> PathBuf {
         "-out",
         "server.pem",
     ]);
+    // A client certificate, for a server that verifies its clients.
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=hcpflow test client",
+        "-keyout",
+        "client-key.pem",
+        "-out",
+        "client.csr",
+    ]);
+    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "client.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca-key.pem",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "client.ext",
+        "-out",
+        "client.pem",
+    ]);
     dir.join("ca.pem")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nats_that_verifies_client_certificates_works_with_one_and_not_without() {
+    let Some(env) =
+        stack("a_nats_that_verifies_client_certificates_works_with_one_and_not_without")
+    else {
+        return;
+    };
+    let _stack = crate::support::shared().await;
+    let dir = std::env::temp_dir().join(unique("nats-mtls"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = make_certificates(&dir);
+    let path = |name: &str| dir.join(name).display().to_string();
+    let (cert, key) = (path("client.pem"), path("client-key.pem"));
+    let with_ca = || {
+        async_nats::ConnectOptions::new()
+            .add_root_certificates(ca.clone())
+            .require_tls(true)
+    };
+    let options = || with_ca().add_client_certificate(cert.clone().into(), key.clone().into());
+    let (server_cert, server_key, ca_file) =
+        (path("server.pem"), path("server-key.pem"), path("ca.pem"));
+    let args = [
+        "--tls",
+        "--tlscert",
+        &server_cert,
+        "--tlskey",
+        &server_key,
+        "--tlsverify",
+        "--tlscacert",
+        &ca_file,
+    ];
+    let nats = PrivateNats::start(&env, dir.clone(), "tls", &args, options).await;
+    assert!(
+        nats.refuses(with_ca()).await,
+        "connected without a client certificate"
+    );
+    let client = options().connect(nats.url.as_str()).await.unwrap();
+    let settings = [
+        ("HCPFLOW_NATS_CA_FILE", ca_file.as_str()),
+        ("HCPFLOW_NATS_TLS_CERT", cert.as_str()),
+        ("HCPFLOW_NATS_TLS_KEY", key.as_str()),
+    ];
+    a_workflow_runs(env, &nats, &settings, client).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_nkey_nats_works_with_the_seed_and_not_without() {
+    let Some(env) = stack("an_nkey_nats_works_with_the_seed_and_not_without") else {
+        return;
+    };
+    let _stack = crate::support::shared().await;
+    let dir = std::env::temp_dir().join(unique("nats-nkey"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let user = nkeys::KeyPair::new_user();
+    let seed = user.seed().unwrap();
+    let seed_file = dir.join("user.nk");
+    std::fs::write(&seed_file, format!("{seed}\n")).unwrap();
+    let config = dir.join("nats.conf");
+    std::fs::write(
+        &config,
+        format!(
+            "authorization {{ users: [ {{ nkey: \"{}\" }} ] }}\n",
+            user.public_key()
+        ),
+    )
+    .unwrap();
+    let options = || async_nats::ConnectOptions::new().nkey(seed.clone());
+    let config_arg = config.display().to_string();
+    let nats = PrivateNats::start(&env, dir.clone(), "nats", &["-c", &config_arg], options).await;
+    assert!(
+        nats.refuses(async_nats::ConnectOptions::new()).await,
+        "connected without the nkey"
+    );
+    let other = nkeys::KeyPair::new_user().seed().unwrap();
+    assert!(
+        nats.refuses(async_nats::ConnectOptions::new().nkey(other))
+            .await,
+        "connected with another nkey"
+    );
+    let client = options().connect(nats.url.as_str()).await.unwrap();
+    let seed_path = seed_file.display().to_string();
+    a_workflow_runs(
+        env,
+        &nats,
+        &[("HCPFLOW_NATS_NKEY_SEED_FILE", seed_path.as_str())],
+        client,
+    )
+    .await;
+}
+
+/// A NATS JWT (`alg` ed25519-nkey) for `subject`, signed by `issuer`.
+fn nats_jwt(issuer: &nkeys::KeyPair, subject: &str, name: &str, nats: serde_json::Value) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let header = b64.encode(json!({"typ": "JWT", "alg": "ed25519-nkey"}).to_string());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let claims = json!({"jti": unique("jti"), "iat": now, "iss": issuer.public_key(),
+                        "sub": subject, "name": name, "nats": nats});
+    let signed = format!("{header}.{}", b64.encode(claims.to_string()));
+    let signature = issuer.sign(signed.as_bytes()).unwrap();
+    format!("{signed}.{}", b64.encode(signature))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_mode_nats_works_with_a_creds_file() {
+    let Some(env) = stack("an_operator_mode_nats_works_with_a_creds_file") else {
+        return;
+    };
+    let _stack = crate::support::shared().await;
+    let dir = std::env::temp_dir().join(unique("nats-creds"));
+    std::fs::create_dir_all(&dir).unwrap();
+    // An operator, an account with JetStream, and a user of it: what `nsc` would make.
+    let operator = nkeys::KeyPair::new_operator();
+    let account = nkeys::KeyPair::new_account();
+    let user = nkeys::KeyPair::new_user();
+    // NATS's own account (JetStream needs one in operator mode).
+    let system = nkeys::KeyPair::new_account();
+    let system_jwt = nats_jwt(
+        &operator,
+        &system.public_key(),
+        "SYS",
+        json!({"type": "account", "version": 2}),
+    );
+    let operator_jwt = nats_jwt(
+        &operator,
+        &operator.public_key(),
+        "hcpflow-test",
+        json!({"type": "operator", "version": 2}),
+    );
+    let account_jwt = nats_jwt(
+        &operator,
+        &account.public_key(),
+        "HCPFLOW",
+        json!({"type": "account", "version": 2, "limits": {
+            "subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1,
+            "wildcards": true, "conn": -1, "leaf": -1,
+            "mem_storage": -1, "disk_storage": -1, "streams": -1, "consumer": -1}}),
+    );
+    let user_jwt = nats_jwt(
+        &account,
+        &user.public_key(),
+        "hcpflow",
+        json!({"type": "user", "version": 2, "pub": {}, "sub": {},
+               "subs": -1, "data": -1, "payload": -1}),
+    );
+    let config = dir.join("nats.conf");
+    std::fs::write(
+        &config,
+        format!(
+            "operator: {operator_jwt}\nsystem_account: {}\nresolver: MEMORY\n\
+             resolver_preload: {{\n  {}: {account_jwt}\n  {}: {system_jwt}\n}}\n",
+            system.public_key(),
+            account.public_key(),
+            system.public_key()
+        ),
+    )
+    .unwrap();
+    let creds = dir.join("hcpflow.creds");
+    std::fs::write(
+        &creds,
+        format!(
+            "-----BEGIN NATS USER JWT-----\n{user_jwt}\n------END NATS USER JWT------\n\n\
+             -----BEGIN USER NKEY SEED-----\n{}\n------END USER NKEY SEED------\n",
+            user.seed().unwrap()
+        ),
+    )
+    .unwrap();
+    let creds_path = creds.display().to_string();
+    let options = || {
+        futures::executor::block_on(async_nats::ConnectOptions::with_credentials_file(
+            creds_path.clone(),
+        ))
+        .unwrap()
+    };
+    let config_arg = config.display().to_string();
+    let nats = PrivateNats::start(&env, dir.clone(), "nats", &["-c", &config_arg], options).await;
+    assert!(
+        nats.refuses(async_nats::ConnectOptions::new()).await,
+        "connected without credentials"
+    );
+    let client = options().connect(nats.url.as_str()).await.unwrap();
+    a_workflow_runs(
+        env,
+        &nats,
+        &[("HCPFLOW_NATS_CREDS_FILE", creds_path.as_str())],
+        client,
+    )
+    .await;
 }

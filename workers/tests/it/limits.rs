@@ -74,10 +74,10 @@ async fn migrate_bounds_every_stream() {
         (config.max_bytes, config.num_replicas, config.discard)
     };
     use async_nats::jetstream::stream::DiscardPolicy;
-    // Bounded by default: 1 GiB each, one copy.
+    // Bounded by default: 256 MiB each, one copy.
     for role in hcpflow_protocol::StreamRole::ALL {
         let (max_bytes, replicas, _) = limits(js.clone(), subjects.stream(role)).await;
-        assert_eq!((max_bytes, replicas), (1 << 30, 1), "{role:?}");
+        assert_eq!((max_bytes, replicas), (256 << 20, 1), "{role:?}");
     }
     // Full, the witness refuses new checkpoints rather than drop old ones.
     let (_, _, discard) = limits(
