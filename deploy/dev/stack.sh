@@ -262,16 +262,43 @@ start_postgres() {
       || { rm -f "$pwfile"; die "initdb failed"; }
     rm -f "$pwfile"
   fi
-  log "starting postgres on 127.0.0.1:$pg_port"
+  ensure_postgres_tls "$data"
+  log "starting postgres on 127.0.0.1:$pg_port (TLS offered, with the test CA in $dev/pg-ca.pem)"
   # setsid runs the server in its own session so it outlives this shell; as root it
   # then drops to the postgres user with setpriv, which execs, so $! is the server.
   setsid bash -c 'exec "$@"' _ $(is_root && echo setpriv --reuid=postgres --regid=postgres --init-groups --) \
     "$pg_bin/postgres" -D "$data" -p "$pg_port" -c listen_addresses=127.0.0.1 \
     -c unix_socket_directories= -c max_connections=200 -c fsync=off -c synchronous_commit=off \
+    -c ssl=on \
     >> "$dev/logs/postgres.log" 2>&1 < /dev/null &
   echo $! > "$(pidfile postgres)"
   wait_for postgres "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$pg_port"
   create_roles
+}
+
+# A private CA ($dev/pg-ca.pem) and a server certificate it signs for 127.0.0.1 and
+# localhost, in the data directory (server.crt, server.key: Postgres's defaults), so that
+# clients can connect with sslmode=verify-full (the TLS test does; others need not).
+ensure_postgres_tls() {
+  local data=$1
+  [[ -f $data/server.crt && -f $dev/pg-ca.pem ]] && return
+  local tmp
+  tmp=$(mktemp -d)
+  (
+    cd "$tmp"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=hcpflow dev Postgres CA" \
+      -keyout ca-key.pem -out ca.pem 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+      -keyout server.key -out server.csr 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' > server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 3650 \
+      -extfile server.ext -out server.crt 2>/dev/null
+  ) || die "making the Postgres test certificates failed (is openssl installed?)"
+  cp "$tmp/server.crt" "$tmp/server.key" "$data/"
+  chmod 600 "$data/server.key"
+  is_root && chown postgres: "$data/server.crt" "$data/server.key"
+  cp "$tmp/ca.pem" "$dev/pg-ca.pem"
+  rm -rf "$tmp"
 }
 
 psql_super() {
@@ -428,6 +455,8 @@ KUBECONFIG=$dev/kubeconfig
 HCPFLOW_SEAL_KEY=dev:$(secret seal-key)
 # The nats-server binary, for tests that need a private NATS (authentication, say).
 HCPFLOW_DEV_NATS_SERVER=$venv/bin/nats-server
+# The CA of the stack's Postgres certificate (sslmode=verify-full&sslrootcert=...).
+HCPFLOW_DEV_PG_CA_FILE=$dev/pg-ca.pem
 HCPFLOW_AUDIT_SIGNING_KEY=$(secret audit-signing-key)
 ENV
   mv "$dev/env.tmp" "$dev/env"
@@ -442,7 +471,7 @@ all_running() {
 
 up() {
   mkdir -p "$dev/run" "$dev/logs"
-  # The NATS TLS test makes its certificates with openssl.
+  # The TLS tests (and the stack's Postgres) make their certificates with openssl.
   if ! command -v openssl >/dev/null; then
     if is_root; then apt_install openssl; else log "warning: no openssl; the NATS TLS test will fail"; fi
   fi

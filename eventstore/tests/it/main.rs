@@ -16,3 +16,4 @@ mod large_history;
 mod registry;
 mod support;
 mod tamper;
+mod tls;
