@@ -12,7 +12,8 @@ use hcpflow_workers::cli::nats_permissions::{Deployment, NatsUser};
 use serde_json::{json, Value};
 
 use crate::auth::PrivateNats;
-use crate::support::{stack, unique, Server};
+use crate::cluster_support::{cluster_name, cluster_stack, create_input, prerequisites};
+use crate::support::{unique, Server};
 
 /// The deployment's users, each with its password.
 struct Users {
@@ -103,6 +104,27 @@ async fn ask(client: &async_nats::Client, subject: String, body: Value) -> Optio
     serde_json::from_slice(&reply.payload).ok()
 }
 
+/// Waits until the reader sees `id` end; its status.
+async fn ended(
+    reader: &async_nats::Client,
+    subjects: &Subjects,
+    id: &str,
+    limit: Duration,
+) -> String {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let described = ask(reader, subjects.api("describe"), json!({"workflow_id": id}))
+            .await
+            .expect("the reader's describe is answered");
+        let status = described["workflow"]["status"].as_str().unwrap_or("?");
+        if ["completed", "failed", "compensated", "cancelled", "blocked"].contains(&status) {
+            return status.to_owned();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{described}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
 /// Waits until NATS has reported a violation on `subject` to that client.
 async fn violated(errors: &Arc<Mutex<Vec<String>>>, subject: &str) {
     for _ in 0..50 {
@@ -124,9 +146,12 @@ async fn violated(errors: &Arc<Mutex<Vec<String>>>, subject: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_role_under_its_own_user_can_do_its_work_and_nothing_else() {
-    let Some(env) = stack("every_role_under_its_own_user_can_do_its_work_and_nothing_else") else {
+    let Some(stack) =
+        cluster_stack("every_role_under_its_own_user_can_do_its_work_and_nothing_else").await
+    else {
         return;
     };
+    let env = stack.env.clone();
     let _stack = crate::support::shared().await;
     let prefix = unique("perm");
     let subjects = Subjects::new(&prefix).unwrap();
@@ -197,21 +222,68 @@ async fn every_role_under_its_own_user_can_do_its_work_and_nothing_else() {
     .await
     .expect("the operator's start is answered");
     assert_eq!(started["ok"], true, "{started}");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let described = ask(
-            &reader_client,
-            subjects.api("describe"),
-            json!({"workflow_id": id}),
-        )
+    assert_eq!(
+        ended(&reader_client, &subjects, &id, Duration::from_secs(60)).await,
+        "completed"
+    );
+
+    // A hosted cluster's whole life: the operator creates and scales it, the admin
+    // destroys it — an operator may not.
+    let pre = prerequisites(&stack.moto, &unique("permhc").to_lowercase()).await;
+    let cluster = cluster_name("perm");
+    let create = format!("{prefix}-create");
+    let reply = ask(
+        &operator,
+        subjects.api("start"),
+        json!({"workflow_type": "create_hosted_cluster", "workflow_id": create,
+               "input": create_input(&cluster, &pre, 1)}),
+    )
+    .await
+    .expect("the create is answered");
+    assert_eq!(reply["ok"], true, "{reply}");
+    let status = ended(&reader_client, &subjects, &create, Duration::from_secs(300)).await;
+    assert_eq!(status, "completed", "the create");
+    let scale = format!("{prefix}-scale");
+    let reply = ask(
+        &operator,
+        subjects.api("start"),
+        json!({"workflow_type": "scale_node_pool", "workflow_id": scale,
+               "input": {"cluster": cluster, "node_pool": format!("{cluster}-us-east-1a"), "replicas": 2}}),
+    )
+    .await
+    .expect("the scale is answered");
+    assert_eq!(reply["ok"], true, "{reply}");
+    let status = ended(&reader_client, &subjects, &scale, Duration::from_secs(120)).await;
+    assert_eq!(status, "completed", "the scale");
+    let destroy_id = format!("{prefix}-destroy");
+    let destroy_body = json!({"workflow_type": "destroy_hosted_cluster",
+                              "workflow_id": destroy_id, "input": {"cluster": cluster}});
+    let destroy = subjects.api("destroy");
+    assert!(ask(&operator, destroy.clone(), destroy_body.clone())
         .await
-        .expect("the reader's describe is answered");
-        if described["workflow"]["status"] == "completed" {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{described}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        .is_none());
+    violated(&operator_errors, &destroy).await;
+    let (admin, _) = client_as(&users, &nats.url, &name("default-admin")).await;
+    let reply = ask(&admin, destroy, destroy_body)
+        .await
+        .expect("the admin's destroy is answered");
+    assert_eq!(reply["ok"], true, "{reply}");
+    let status = ended(
+        &reader_client,
+        &subjects,
+        &destroy_id,
+        Duration::from_secs(300),
+    )
+    .await;
+    assert_eq!(status, "completed", "the destroy");
+    let clusters = ask(
+        &reader_client,
+        subjects.api("clusters"),
+        json!({"name": cluster, "include_destroyed": true}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(clusters["clusters"][0]["state"], "destroyed", "{clusters}");
 
     // A reader may not start.
     let start = subjects.api("start");
