@@ -453,6 +453,7 @@ $(cat "$dev/management-network.env")
 HCPFLOW_KUBE_URL=http://127.0.0.1:$kube_port
 KUBECONFIG=$dev/kubeconfig
 HCPFLOW_SEAL_KEY=dev:$(secret seal-key)
+HCPFLOW_INPUT_DIGEST_KEY=$(secret input-digest-key)
 # The nats-server binary, for tests that need a private NATS (authentication, say).
 HCPFLOW_DEV_NATS_SERVER=$venv/bin/nats-server
 # The CA of the stack's Postgres certificate (sslmode=verify-full&sslrootcert=...).

@@ -23,6 +23,9 @@ pub struct Config {
     pub prefix: String,
     /// `HCPFLOW_SEAL_KEY`: seals submitted secrets at intake.
     pub seal_key: Option<Secret>,
+    /// `HCPFLOW_INPUT_DIGEST_KEY`: keys the digests of start inputs, apart from the seal
+    /// keys so that rotating those keeps resubmissions idempotent.
+    pub input_digest_key: Option<Secret>,
     /// `HCPFLOW_AUDIT_SIGNING_KEY`: signs histories' checkpoints (Ed25519 seed).
     pub audit_signing_key: Option<Secret>,
     /// How often a running workflow's head is signed while it moves.
@@ -77,6 +80,7 @@ pub struct ConfigFile {
     pub nats_creds_file: Option<PathBuf>,
     pub prefix: Option<String>,
     pub seal_key: Option<Secret>,
+    pub input_digest_key: Option<Secret>,
     pub audit_signing_key: Option<Secret>,
     pub checkpoint_every_secs: Option<u64>,
     pub max_body_bytes: Option<usize>,
@@ -122,6 +126,9 @@ pub struct ConfigArgs {
     pub database_admin_url: Option<String>,
     #[arg(long, env = "HCPFLOW_SEAL_KEY", hide_env_values = true)]
     pub seal_key: Option<String>,
+    /// The key of start-input digests (32 bytes, base64): kept when seal keys rotate.
+    #[arg(long, env = "HCPFLOW_INPUT_DIGEST_KEY", hide_env_values = true)]
+    pub input_digest_key: Option<String>,
     /// The audit key (a 32-byte Ed25519 seed, base64 or hex): signs history checkpoints.
     #[arg(long, env = "HCPFLOW_AUDIT_SIGNING_KEY", hide_env_values = true)]
     pub audit_signing_key: Option<String>,
@@ -365,6 +372,7 @@ impl Config {
             "nats_creds_file": self.nats.creds_file,
             "prefix": self.prefix,
             "seal_key": secret(&self.seal_key),
+            "input_digest_key": secret(&self.input_digest_key),
             "audit_signing_key": secret(&self.audit_signing_key),
             "checkpoint_every_secs": self.checkpoint_every.as_secs(),
             "max_body_bytes": self.max_body_bytes,
@@ -526,6 +534,11 @@ impl ConfigArgs {
             nats,
             prefix,
             seal_key: self.seal_key.clone().map(Secret::new).or(file.seal_key),
+            input_digest_key: self
+                .input_digest_key
+                .clone()
+                .map(Secret::new)
+                .or(file.input_digest_key),
             // Empty means unset (`HCPFLOW_AUDIT_SIGNING_KEY=` turns signing off).
             audit_signing_key: self
                 .audit_signing_key

@@ -197,9 +197,7 @@ impl Process {
             nats::verify_streams(&js, &subjects).await?;
         }
         let keyring = match &config.seal_key {
-            Some(key) => Some(Arc::new(
-                Keyring::parse(key.expose()).context("HCPFLOW_SEAL_KEY")?,
-            )),
+            Some(key) => Some(Arc::new(keyring(key, config.input_digest_key.as_ref())?)),
             None => None,
         };
         let audit_key = match &config.audit_signing_key {
@@ -450,4 +448,21 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
         .unwrap_or_else(|_| "host".to_owned())
+}
+
+/// The seal keys, with the input digest key when one is configured.
+fn keyring(
+    seal_key: &hcpflow_protocol::Secret,
+    digest_key: Option<&hcpflow_protocol::Secret>,
+) -> anyhow::Result<Keyring> {
+    let keyring = Keyring::parse(seal_key.expose()).context("HCPFLOW_SEAL_KEY")?;
+    match digest_key {
+        Some(key) => keyring
+            .with_digest_key(key.expose())
+            .context("HCPFLOW_INPUT_DIGEST_KEY"),
+        None => {
+            tracing::warn!("no HCPFLOW_INPUT_DIGEST_KEY: input digests are keyed by the active seal key, so rotating it turns an identical resubmission of an earlier start into a conflict");
+            Ok(keyring)
+        }
+    }
 }

@@ -20,6 +20,7 @@ mod kube_registry;
 mod limits;
 mod permissions;
 mod rollback;
+mod rotation;
 mod secrets;
 mod storm;
 mod submit;

@@ -188,7 +188,8 @@ struct SealKey {
 /// The seal keys: the first seals, all of them open. `Debug` shows only key ids.
 pub struct Keyring {
     keys: Vec<SealKey>,
-    /// Derived from the active key: makes digests of secret-bearing inputs unguessable.
+    /// Makes digests of secret-bearing inputs unguessable: its own key when configured,
+    /// else derived from the active seal key (then a rotation changes every digest).
     digest_key: [u8; 32],
 }
 
@@ -243,6 +244,19 @@ impl Keyring {
             return Err(SealError::InvalidKeySpec("no keys".into()));
         }
         Ok(Self { keys, digest_key })
+    }
+
+    /// Keys input digests with `key` (32 bytes, base64) instead of the active seal key,
+    /// so that a rotation of the seal keys leaves every digest as it was.
+    pub fn with_digest_key(mut self, key: &str) -> Result<Self, SealError> {
+        let raw = STANDARD
+            .decode(key.trim())
+            .or_else(|_| URL_SAFE_NO_PAD.decode(key.trim()))
+            .map_err(|_| SealError::InvalidKeySpec("the input digest key is not base64".into()))?;
+        self.digest_key = raw.try_into().map_err(|_| {
+            SealError::InvalidKeySpec("the input digest key must be 32 bytes".into())
+        })?;
+        Ok(self)
     }
 
     /// A keyed SHA-256 (hex) of `data`: equal inputs give equal digests, but nobody
