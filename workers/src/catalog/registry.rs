@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use hcpflow_engine::{Activity, ActivityFailure, Event, WorkflowId};
+use hcpflow_engine::{Activity, ActivityFailure, Event, TenantId, WorkflowId};
 use hcpflow_eventstore::registry::{ClusterRecord, ClusterState, Registration};
 use hcpflow_eventstore::{Error as StoreError, EventStore};
 use hcpflow_hypershift::registry::{
@@ -37,8 +37,18 @@ fn registered(record: &ClusterRecord) -> RegisteredCluster {
     }
 }
 
+/// The tenant of the workflow an activity runs for: it sees only its tenant's clusters.
+async fn tenant_of(store: &EventStore, caller: &WorkflowId) -> Result<TenantId, ActivityFailure> {
+    store
+        .get_workflow(caller)
+        .await
+        .map(|summary| summary.tenant)
+        .map_err(|e| store_failure("reading the calling workflow", e))
+}
+
 async fn register(
     store: &EventStore,
+    caller: &WorkflowId,
     request: RegisterCluster,
 ) -> Result<RegisteredCluster, ActivityFailure> {
     let create = workflow_id(&request.create_workflow_id)?;
@@ -48,6 +58,13 @@ async fn register(
         .map_err(|e| store_failure("registering the cluster", e))?
     {
         Registration::Registered(record) => Ok(registered(&record)),
+        // Another tenant's cluster: nothing about it but that the name is taken.
+        Registration::Taken(other) if other.tenant != tenant_of(store, caller).await? => {
+            Err(ActivityFailure::permanent(
+                "Conflict",
+                format!("cluster name {} is taken", other.name),
+            ))
+        }
         Registration::Taken(other) => Err(ActivityFailure::permanent(
             "Conflict",
             format!(
@@ -74,11 +91,19 @@ async fn mark(
     }
 }
 
-async fn find(store: &EventStore, request: FindCluster) -> Result<LiveCluster, ActivityFailure> {
+/// The live cluster of the name, if it is the calling workflow's tenant's: a scale or
+/// destroy never reaches another tenant's cluster, even one created after it started.
+async fn find(
+    store: &EventStore,
+    caller: &WorkflowId,
+    request: FindCluster,
+) -> Result<LiveCluster, ActivityFailure> {
+    let tenant = tenant_of(store, caller).await?;
     let record = store
         .live_cluster(&request.name)
         .await
         .map_err(|e| store_failure("reading the cluster registry", e))?
+        .filter(|record| record.tenant == tenant)
         .ok_or_else(|| {
             ActivityFailure::permanent(
                 "NotFound",
@@ -121,11 +146,17 @@ pub const TYPES: &[&str] = &[
 async fn run(
     store: &EventStore,
     activity_type: &str,
+    caller: &WorkflowId,
     input: Value,
 ) -> Result<Value, ActivityFailure> {
     match activity_type {
         RegisterCluster::TYPE => ActivityFailure::encode_output(
-            register(store, ActivityFailure::decode_input(activity_type, input)?).await?,
+            register(
+                store,
+                caller,
+                ActivityFailure::decode_input(activity_type, input)?,
+            )
+            .await?,
         ),
         t if t == <Delete<RegisteredCluster> as Activity>::TYPE => {
             let Delete(cluster): Delete<RegisteredCluster> =
@@ -145,7 +176,12 @@ async fn run(
             ActivityFailure::encode_output(mark(store, &request.create_workflow_id, state).await?)
         }
         FindCluster::TYPE => ActivityFailure::encode_output(
-            find(store, ActivityFailure::decode_input(activity_type, input)?).await?,
+            find(
+                store,
+                caller,
+                ActivityFailure::decode_input(activity_type, input)?,
+            )
+            .await?,
         ),
         other => Err(ActivityFailure::permanent(
             "UnknownActivity",
@@ -160,7 +196,7 @@ pub fn register_all(activities: &mut ActivityRegistry, store: Arc<EventStore>) {
         let store = store.clone();
         activities.register(activity_type, move |input| {
             let store = store.clone();
-            async move { run(&store, activity_type, input.input).await }
+            async move { run(&store, activity_type, &input.workflow_id, input.input).await }
         });
     }
 }

@@ -159,3 +159,106 @@ async fn a_destroy_is_its_own_verb() {
         .await;
     assert_eq!(code(&described), "not_found", "{described}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_never_reaches_another_tenants_cluster_registered_after_it_started() {
+    use hcpflow_engine::event::{WorkflowCompleted, WorkflowStarted};
+    use hcpflow_engine::{Event, Seq, TenantId, WorkflowId, WorkflowStatus};
+    use hcpflow_eventstore::{AppendBatch, NewWorkflow};
+    let Some(env) =
+        stack("a_workflow_never_reaches_another_tenants_cluster_registered_after_it_started")
+    else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("tenantreg");
+    let server = Server::start(env, &prefix, &[]).await;
+    let name = format!("r{}", &prefix[prefix.len().saturating_sub(8)..]).to_lowercase();
+    // Tenant acme's create of the name is running (not yet registered), holding the
+    // name's concurrency key; it is written straight to the store, as a server would.
+    let create = WorkflowId::new(format!("{prefix}-acme-create")).unwrap();
+    let started: Event = WorkflowStarted {
+        workflow_type: "create_hosted_cluster".into(),
+        input: json!({"name": name}),
+        concurrency_key: Some(name.clone()),
+        parent: None,
+    }
+    .into();
+    server
+        .store
+        .create_workflow(
+            &NewWorkflow {
+                workflow_type: "create_hosted_cluster".into(),
+                status: WorkflowStatus::Running,
+                concurrency_key: Some(name.clone()),
+                parent_id: None,
+                input_digest: None,
+                events_subject: None,
+                tenant: TenantId::new("acme").unwrap(),
+            },
+            AppendBatch::new(
+                create.clone(),
+                Seq::FIRST,
+                crate::histories::new_events(&[started]),
+            ),
+        )
+        .await
+        .unwrap();
+    // Tenant globex asks to scale a cluster of that name: there is none yet, so the
+    // start is taken, and waits for the name's key.
+    let scale = format!("{prefix}-globex-scale");
+    let reply = server
+        .api(
+            "globex.start",
+            json!({"workflow_type": "scale_node_pool", "workflow_id": scale,
+                   "input": {"cluster": name, "node_pool": format!("{name}-a"), "replicas": 2}}),
+        )
+        .await;
+    assert_eq!(reply["status"], "started", "{reply}");
+    // acme's create registers the name and ends; globex's scale runs.
+    server
+        .store
+        .register_cluster(&name, &format!("{name}-x1"), "clusters", &create)
+        .await
+        .unwrap();
+    let completed: Event = WorkflowCompleted { output: json!({}) }.into();
+    server
+        .store
+        .append(
+            AppendBatch::new(
+                create.clone(),
+                Seq::new(2).unwrap(),
+                crate::histories::new_events(&[completed]),
+            )
+            .with_status(WorkflowStatus::Completed),
+        )
+        .await
+        .unwrap();
+    crate::histories::wake(&server, &scale).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let described = loop {
+        let described = server
+            .api("globex.describe", json!({"workflow_id": scale}))
+            .await;
+        let status = described["workflow"]["status"].as_str().unwrap_or("");
+        if ["failed", "completed", "compensated", "blocked"].contains(&status) {
+            break described;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{described}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(described["workflow"]["status"], "failed", "{described}");
+    let error = described["workflow"]["error"].to_string();
+    assert!(error.contains("no live cluster named"), "{error}");
+    // Nothing of acme's create reached globex's history.
+    let history = server
+        .api(
+            "globex.history",
+            json!({"workflow_id": scale, "limit": 1000}),
+        )
+        .await;
+    assert!(
+        !history.to_string().contains(&format!("{name}-x1")),
+        "{history}"
+    );
+}
