@@ -173,7 +173,7 @@ async fn a_workflow_never_reaches_another_tenants_cluster_registered_after_it_st
     let _shared = crate::support::shared().await;
     let prefix = unique("tenantreg");
     let server = Server::start(env, &prefix, &[]).await;
-    let name = format!("r{}", &prefix[prefix.len().saturating_sub(8)..]).to_lowercase();
+    let name = crate::cluster_support::cluster_name("treg");
     // Tenant acme's create of the name is running (not yet registered), holding the
     // name's concurrency key; it is written straight to the store, as a server would.
     let create = WorkflowId::new(format!("{prefix}-acme-create")).unwrap();
