@@ -140,6 +140,12 @@ impl Subjects {
         format!("{}.task.activity.{task_queue}", self.prefix)
     }
 
+    /// `<prefix>.task.child`: the starts of child workflows, which only the server's own
+    /// processes may publish (on the task stream, which clients cannot reach).
+    pub fn child_starts(&self) -> String {
+        format!("{}.task.child", self.prefix)
+    }
+
     pub fn tasks_all(&self) -> String {
         format!("{}.task.>", self.prefix)
     }

@@ -34,11 +34,13 @@ pub struct Intake {
 }
 
 /// Which verb asks for a start: `destroy` is the only way to start a destructive type,
-/// so that NATS permissions can give it to admins alone.
+/// so that NATS permissions can give it to admins alone; `Child` is a parent's start of
+/// its child, which only the server's processes can send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartVerb {
     Start,
     Destroy,
+    Child,
 }
 
 impl Intake {
@@ -83,7 +85,7 @@ impl Intake {
             Some(id) => id.clone(),
             None => generated_id(),
         };
-        let tenant = self.check_child_claims(caller, &id, &request).await?;
+        let tenant = self.check_child_claims(caller, verb, &id, &request).await?;
         (info.validate)(&request.input)
             .map_err(|problems| ApiError::invalid(problems.join("; ")))?;
         let beyond = self.admission.check(&request.workflow_type, &request.input);
@@ -265,9 +267,19 @@ impl Intake {
     async fn check_child_claims(
         &self,
         caller: &TenantId,
+        verb: StartVerb,
         id: &WorkflowId,
         request: &StartRequest,
     ) -> Result<TenantId, ApiError> {
+        match (verb, &request.parent) {
+            (StartVerb::Child, None) => {
+                return Err(ApiError::invalid("a child start names its parent"))
+            }
+            (StartVerb::Start | StartVerb::Destroy, Some(_)) => return Err(ApiError::invalid(
+                "parent: only a parent workflow starts its children (the server sets this field)",
+            )),
+            _ => {}
+        }
         let Some(link) = &request.parent else {
             // Whether or not its parent exists yet: taken first, it would be the
             // result of a child its parent starts later.
@@ -303,16 +315,11 @@ impl Intake {
                 if started.workflow_type == request.workflow_type
                     && started.input_digest == hcpflow_engine::event::digest(&request.input) =>
             {
-                let owner = match self.journal.store.get_workflow(&parent).await {
-                    Ok(summary) => summary.tenant,
-                    Err(error) => return Err(store_error(error)),
-                };
-                if !caller.is_default() && &owner != caller {
-                    return Err(ApiError::invalid(format!(
-                        "parent: workflow {parent} did not start {id} at seq {seq} with this type and input"
-                    )));
+                // A child belongs to its parent's tenant.
+                match self.journal.store.get_workflow(&parent).await {
+                    Ok(summary) => Ok(summary.tenant),
+                    Err(error) => Err(store_error(error)),
                 }
-                Ok(owner)
             }
             _ => Err(ApiError::invalid(format!(
                 "parent: workflow {parent} did not start {id} at seq {seq} with this type and input"

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream;
-use hcpflow_engine::WorkflowId;
+use hcpflow_engine::{TenantId, WorkflowId};
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
@@ -19,9 +19,20 @@ use hcpflow_protocol::{parse_body, ApiError, ErrorCode, StartRequest};
 #[derive(Debug, Clone)]
 pub struct Submissions {
     pub intake: Arc<Intake>,
+    /// Clients' submissions, or the server's own child starts.
+    pub source: SubmissionSource,
     pub max_body_bytes: usize,
     /// How long a submission failing for a passing reason is retried.
     pub retry_for: Duration,
+}
+
+/// Where a consumer's starts come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubmissionSource {
+    /// `<prefix>.submit.v1[.<tenant>].start`: clients, acting for the subject's tenant.
+    Clients,
+    /// `<prefix>.task.child`: parents' child starts, published by the server itself.
+    Children,
 }
 
 /// The longest pause between two tries of a submission.
@@ -79,9 +90,6 @@ impl Submissions {
     async fn accept(&self, message: &jetstream::Message) -> Result<(), ApiError> {
         let map = parse_body(&message.payload, self.max_body_bytes)?;
         let mut request = Fields(map).read::<StartRequest>()?;
-        if request.workflow_id.is_none() {
-            request.workflow_id = submission_id(message);
-        }
         let tenant = self
             .intake
             .journal
@@ -89,10 +97,14 @@ impl Submissions {
             .subjects
             .submit_tenant(&message.subject)
             .map_err(|error| ApiError::invalid(format!("the subject's tenant: {error}")))?;
-        self.intake
-            .start(&tenant, StartVerb::Start, request)
-            .await
-            .map(|_| ())
+        if request.workflow_id.is_none() {
+            request.workflow_id = submission_id(&tenant, message);
+        }
+        let verb = match self.source {
+            SubmissionSource::Clients => StartVerb::Start,
+            SubmissionSource::Children => StartVerb::Child,
+        };
+        self.intake.start(&tenant, verb, request).await.map(|_| ())
     }
 
     async fn dead_letter(
@@ -102,10 +114,14 @@ impl Submissions {
         error: &ApiError,
     ) -> anyhow::Result<()> {
         let journal = &self.intake.journal;
+        let source = match self.source {
+            SubmissionSource::Clients => "submit",
+            SubmissionSource::Children => "children",
+        };
         DeadLetters::new(
             journal.js.clone(),
             &journal.outgoing.subjects,
-            "submit",
+            source,
             journal.metrics.clone(),
         )
         .record(subject, body, error.code.as_str(), &error.message)
@@ -117,7 +133,9 @@ impl Submissions {
 /// `Nats-Msg-Id` when it has one, else its place in the stream — so that a redelivery
 /// (the start committed, the ack lost) is the same start, answered `already_started`,
 /// instead of a second workflow.
-pub fn submission_id(message: &jetstream::Message) -> Option<WorkflowId> {
+/// A named tenant's ids are its own: another tenant sending the same `Nats-Msg-Id`
+/// names another workflow.
+pub fn submission_id(tenant: &TenantId, message: &jetstream::Message) -> Option<WorkflowId> {
     let source = match message
         .headers
         .as_ref()
@@ -131,6 +149,11 @@ pub fn submission_id(message: &jetstream::Message) -> Option<WorkflowId> {
                 info.stream, info.stream_sequence, info.published
             )
         }
+    };
+    let source = if tenant.is_default() {
+        source
+    } else {
+        format!("tenant\0{tenant}\0{source}")
     };
     let digest = hex::encode(Sha256::digest(source.as_bytes()));
     WorkflowId::new(format!("sub-{}", &digest[..32])).ok()

@@ -195,7 +195,9 @@ impl Deployment {
                     for durable in ["intake", "intake-tenants"] {
                         consume(&mut user, &s.stream(StreamRole::Submit), durable);
                     }
+                    consume(&mut user, &s.stream(StreamRole::Tasks), "intake-children");
                     user.publish.push(format!("{p}.deadletter.submit"));
+                    user.publish.push(format!("{p}.deadletter.children"));
                 }
                 Process::Workflow => {
                     consume(&mut user, &s.stream(StreamRole::Tasks), "workflow");
@@ -212,11 +214,10 @@ impl Deployment {
                 Process::Timer => {}
             }
             if *process != Process::Migrate {
-                // What a commit of any role sends on: its events, the tasks it causes,
-                // the children it starts.
+                // What a commit of any role sends on: its events, the tasks it causes
+                // and the children it starts (on the task stream).
                 user.publish.push(s.events_all());
                 user.publish.push(s.tasks_all());
-                user.publish.push(s.submit_start());
             }
         }
         user.publish.sort();

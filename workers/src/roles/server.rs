@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 
 use crate::api::intake::Intake;
 use crate::api::router::Api;
-use crate::api::submit::Submissions;
+use crate::api::submit::{SubmissionSource, Submissions};
 use crate::catalog;
 use crate::catalog::activities::ActivityRegistry;
 use crate::catalog::registry as registry_activities;
@@ -290,6 +290,7 @@ impl Process {
         .await?;
         let submissions = Submissions {
             intake: self.intake.clone(),
+            source: SubmissionSource::Clients,
             max_body_bytes: self.config.max_body_bytes,
             retry_for: self.config.submit_retry_for,
         };
@@ -306,7 +307,26 @@ impl Process {
             self.subjects.tenant_submit_all(),
         )
         .await?;
-        running.spawn("submit", submissions.run(tenants, self.shutdown.clone()));
+        running.spawn(
+            "submit",
+            submissions.clone().run(tenants, self.shutdown.clone()),
+        );
+        // Parents' child starts, on the task stream only the server's processes reach.
+        let children = durable_consumer(
+            &self.js,
+            &self.subjects.stream(StreamRole::Tasks),
+            "intake-children",
+            self.subjects.child_starts(),
+        )
+        .await?;
+        let children_intake = Submissions {
+            source: SubmissionSource::Children,
+            ..submissions
+        };
+        running.spawn(
+            "children",
+            children_intake.run(children, self.shutdown.clone()),
+        );
         Ok(())
     }
 

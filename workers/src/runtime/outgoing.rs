@@ -78,7 +78,8 @@ impl Outgoing {
         }
     }
 
-    /// The submit message that starts a child; the parent's seq makes it idempotent.
+    /// The message that starts a child, on the internal child-start subject (clients can
+    /// neither send one nor take its message id); the parent's seq makes it idempotent.
     pub fn child_start(
         &self,
         parent: &WorkflowId,
@@ -95,7 +96,7 @@ impl Outgoing {
             }),
         };
         OutboxMessage {
-            subject: self.subjects.submit_start(),
+            subject: self.subjects.child_starts(),
             msg_id: format!("child-{}", child.child_id),
             payload: serde_json::to_vec(&request).unwrap_or_default(),
         }
