@@ -318,10 +318,17 @@ impl ActivityWorker {
         // The heartbeat ends only when the claim is lost: the attempt is stopped then,
         // so that it never runs beside the runner that took it over.
         let outcome = tokio::select! {
-            outcome = self.attempt_guarded(&task, Some(claim)) => outcome,
+            outcome = self.attempt_guarded(&task, Some(claim.clone())) => outcome,
             _ = &mut beat.0 => Err(lost_claim(&task)),
         };
         drop(beat);
+        // Not recorded (a store error, say): let the retry take the attempt at once
+        // rather than wait out this runner's lease.
+        if matches!(&outcome, Err(error) if !matches!(error, TaskError::LostClaim { .. })) {
+            if let Err(error) = self.journal.store.release_attempt_claim(&claim).await {
+                tracing::debug!(%error, "releasing an unrecorded attempt's claim failed; its lease runs out");
+            }
+        }
         settle(
             &self.journal,
             &message,
