@@ -69,6 +69,16 @@ impl Runners {
     }
 }
 
+/// How soon a task that failed for a passing reason is tried again.
+const TASK_RETRY: Duration = Duration::from_secs(1);
+
+/// Puts a task back for NATS to deliver again after `pause`.
+async fn defer(message: &async_nats::jetstream::Message, pause: Duration) {
+    let _ = message
+        .ack_with(async_nats::jetstream::AckKind::Nak(Some(pause)))
+        .await;
+}
+
 /// A heartbeat task, stopped when its run ends — however it ends, a panic included
 /// (a heartbeat left running would hold the attempt's claim for ever).
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
@@ -221,78 +231,93 @@ impl ActivityWorker {
 
     async fn handle(&self, message: async_nats::jetstream::Message, named: ActivityTaskMessage) {
         let message = Arc::new(message);
-        let retry = Duration::from_secs(1);
-        // Claim first, then read the history: checked the other way round, a runner that
-        // recorded the outcome (deleting its claim) between the two would let this one
-        // claim and run an attempt that is already done.
-        let claim = self.runners.claim(&named);
+        let Some((task, claim)) = self.claimed_task(&message, &named).await else {
+            return;
+        };
+        let outcome = self.run_while_claimed(&message, &task, &claim).await;
+        // Not recorded (a store error, say): let the retry take the attempt at once
+        // rather than wait out this runner's lease.
+        if matches!(&outcome, Err(error) if !matches!(error, TaskError::LostClaim { .. })) {
+            self.release(&claim).await;
+        }
+        settle(
+            &self.journal,
+            &message,
+            &task.workflow_id,
+            outcome,
+            TASK_RETRY,
+        )
+        .await;
+    }
+
+    /// The attempt a message names, claimed for this runner, when it is to run now;
+    /// otherwise `None`, with the message settled (deferred, acked or retried).
+    ///
+    /// It claims first, then reads the history: the other way round, a runner that
+    /// recorded the outcome (deleting its claim) between the two would let this one
+    /// claim and run an attempt that is already done.
+    async fn claimed_task(
+        &self,
+        message: &async_nats::jetstream::Message,
+        named: &ActivityTaskMessage,
+    ) -> Option<(ActivityTask, AttemptClaim)> {
+        let claim = self.runners.claim(named);
         let claimed = self.journal.store.claim_attempt(&claim, ACK_WAIT).await;
         if let Ok(Claimed::HeldElsewhere { expires_in }) = claimed {
             // Another runner has the attempt. Come back once its lease would have run
             // out: by then it has recorded the outcome, or died and let go.
             tracing::debug!(workflow_id = %named.workflow_id, seq = %named.scheduled_seq, attempt = named.attempt, "attempt held by another runner; deferred");
-            let pause = expires_in.clamp(retry, ACK_WAIT);
-            let _ = message
-                .ack_with(async_nats::jetstream::AckKind::Nak(Some(pause)))
-                .await;
-            return;
+            defer(message, expires_in.clamp(TASK_RETRY, ACK_WAIT)).await;
+            return None;
         }
-        let awaited = self.awaited(&named).await;
-        let task = match (awaited, claimed) {
-            (Ok(Some(task)), Ok(_)) => task,
-            (Ok(Some(task)), Err(error)) => {
-                let error = TaskError::from_store(&task.workflow_id, error);
-                settle(
-                    &self.journal,
-                    &message,
-                    &named.workflow_id,
-                    Err(error),
-                    retry,
-                )
-                .await;
-                return;
+        let awaited = self.awaited(named).await;
+        let error = match (awaited, claimed) {
+            (Ok(Some(task)), Ok(_)) => {
+                // A retry runs no earlier than its backoff says, whoever publishes it.
+                let Some(wait) = task.not_before.and_then(not_yet) else {
+                    return Some((task, claim));
+                };
+                self.release(&claim).await;
+                defer(message, wait.min(ACK_WAIT)).await;
+                return None;
             }
+            (Ok(Some(task)), Err(error)) => TaskError::from_store(&task.workflow_id, error),
             // Not awaited (done, stale, or forged), or the history is unreadable.
             (awaited, claimed) => {
                 if claimed.is_ok() {
-                    if let Err(error) = self.journal.store.release_attempt_claim(&claim).await {
-                        tracing::debug!(%error, "releasing the claim of an attempt not run failed; its lease runs out");
-                    }
+                    self.release(&claim).await;
                 }
                 match awaited {
-                    Err(error) => {
-                        settle(
-                            &self.journal,
-                            &message,
-                            &named.workflow_id,
-                            Err(error),
-                            retry,
-                        )
-                        .await;
-                    }
+                    Err(error) => error,
                     Ok(_) => {
                         self.journal.metrics.duplicates_dropped.inc();
                         let _ = message.ack().await;
+                        return None;
                     }
                 }
-                return;
             }
         };
-        // A retry runs no earlier than its backoff says, whoever publishes its task.
-        if let Some(wait) = task.not_before.and_then(not_yet) {
-            if let Err(error) = self.journal.store.release_attempt_claim(&claim).await {
-                tracing::debug!(%error, "releasing the claim of a deferred attempt failed; its lease runs out");
-            }
-            let _ = message
-                .ack_with(async_nats::jetstream::AckKind::Nak(Some(
-                    wait.min(ACK_WAIT),
-                )))
-                .await;
-            return;
-        }
-        // Heartbeat: tell NATS the attempt is alive, so only a dead worker's task returns,
-        // and extend the claim (which keeps the workflow fresh, so the sweeper does not
-        // re-enqueue a long attempt).
+        settle(
+            &self.journal,
+            message,
+            &named.workflow_id,
+            Err(error),
+            TASK_RETRY,
+        )
+        .await;
+        None
+    }
+
+    /// Runs the claimed attempt with a heartbeat that tells NATS it is alive (so only a
+    /// dead worker's task returns) and extends the claim (which keeps the workflow fresh
+    /// for the sweeper). The heartbeat ends only when the claim is lost: the attempt is
+    /// stopped then, so that it never runs beside the runner that took it over.
+    async fn run_while_claimed(
+        &self,
+        message: &Arc<async_nats::jetstream::Message>,
+        task: &ActivityTask,
+        claim: &AttemptClaim,
+    ) -> Result<(), TaskError> {
         let mut beat = AbortOnDrop({
             let message = message.clone();
             let journal = self.journal.clone();
@@ -315,28 +340,18 @@ impl ActivityWorker {
                 }
             })
         });
-        // The heartbeat ends only when the claim is lost: the attempt is stopped then,
-        // so that it never runs beside the runner that took it over.
-        let outcome = tokio::select! {
-            outcome = self.attempt_guarded(&task, Some(claim.clone())) => outcome,
-            _ = &mut beat.0 => Err(lost_claim(&task)),
-        };
-        drop(beat);
-        // Not recorded (a store error, say): let the retry take the attempt at once
-        // rather than wait out this runner's lease.
-        if matches!(&outcome, Err(error) if !matches!(error, TaskError::LostClaim { .. })) {
-            if let Err(error) = self.journal.store.release_attempt_claim(&claim).await {
-                tracing::debug!(%error, "releasing an unrecorded attempt's claim failed; its lease runs out");
-            }
+        tokio::select! {
+            outcome = self.attempt_guarded(task, Some(claim.clone())) => outcome,
+            _ = &mut beat.0 => Err(lost_claim(task)),
         }
-        settle(
-            &self.journal,
-            &message,
-            &task.workflow_id,
-            outcome,
-            Duration::from_secs(1),
-        )
-        .await;
+    }
+
+    /// Gives up a claim this runner will not use; a failure only means the next runner
+    /// waits for the lease to run out.
+    async fn release(&self, claim: &AttemptClaim) {
+        if let Err(error) = self.journal.store.release_attempt_claim(claim).await {
+            tracing::debug!(%error, "releasing an attempt's claim failed; its lease runs out");
+        }
     }
 
     /// The attempt a message names, as the history recorded it, if the history still

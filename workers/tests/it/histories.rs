@@ -142,3 +142,34 @@ pub(crate) async fn wake(server: &Server, id: &str) {
     .await
     .unwrap();
 }
+
+/// The first `count` records on the server's dead-letter stream, waiting up to `wait`
+/// for them (fewer if they do not come).
+pub(crate) async fn dead_letters(server: &Server, count: usize, wait: Duration) -> Vec<Value> {
+    use futures::StreamExt;
+    let js = async_nats::jetstream::new(server.client.clone());
+    let stream = js
+        .get_stream(format!("{}_DEADLETTER", server.prefix.to_uppercase()))
+        .await
+        .unwrap();
+    let consumer = stream
+        .create_consumer(async_nats::jetstream::consumer::pull::Config::default())
+        .await
+        .unwrap();
+    let mut records = Vec::new();
+    let deadline = Instant::now() + wait;
+    while records.len() < count && Instant::now() < deadline {
+        let mut messages = consumer
+            .fetch()
+            .max_messages(count - records.len())
+            .expires(Duration::from_secs(2))
+            .messages()
+            .await
+            .unwrap();
+        while let Some(Ok(message)) = messages.next().await {
+            records.push(serde_json::from_slice::<Value>(&message.payload).unwrap());
+            let _ = message.ack().await;
+        }
+    }
+    records
+}

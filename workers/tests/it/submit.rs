@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::support::{stack, unique, Server};
 
@@ -53,25 +52,7 @@ async fn submissions_start_workflows_and_rejects_are_dead_lettered_redacted() {
     );
 
     // Two dead-letter records, shaped as DESIGN.md §4 says, contents redacted.
-    let stream = js
-        .get_stream(format!("{}_DEADLETTER", prefix.to_uppercase()))
-        .await
-        .unwrap();
-    let consumer = stream
-        .create_consumer(async_nats::jetstream::consumer::pull::Config::default())
-        .await
-        .unwrap();
-    let mut messages = consumer
-        .fetch()
-        .max_messages(2)
-        .expires(Duration::from_secs(10))
-        .messages()
-        .await
-        .unwrap();
-    let mut records = Vec::new();
-    while let Some(Ok(message)) = messages.next().await {
-        records.push(serde_json::from_slice::<Value>(&message.payload).unwrap());
-    }
+    let records = crate::histories::dead_letters(&server, 2, Duration::from_secs(10)).await;
     assert_eq!(records.len(), 2, "{records:?}");
     let codes: Vec<&str> = records
         .iter()
@@ -133,7 +114,6 @@ async fn a_submission_without_an_id_starts_one_workflow_whatever_its_deliveries(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_submission_failing_for_a_passing_reason_is_dead_lettered_in_the_end() {
-    use futures::StreamExt;
     let Some(env) = stack("a_submission_failing_for_a_passing_reason_is_dead_lettered_in_the_end")
     else {
         return;
@@ -163,25 +143,10 @@ async fn a_submission_failing_for_a_passing_reason_is_dead_lettered_in_the_end()
     .unwrap()
     .await
     .unwrap();
-    let stream = js
-        .get_stream(format!("{}_DEADLETTER", prefix.to_uppercase()))
-        .await
-        .unwrap();
-    let consumer = stream
-        .create_consumer(async_nats::jetstream::consumer::pull::Config::default())
-        .await
-        .unwrap();
-    let mut messages = consumer
-        .fetch()
-        .max_messages(1)
-        .expires(Duration::from_secs(30))
-        .messages()
-        .await
-        .unwrap();
-    let record: Value = match messages.next().await {
-        Some(Ok(message)) => serde_json::from_slice(&message.payload).unwrap(),
-        other => panic!("no dead letter for a submission that cannot be recorded: {other:?}"),
-    };
+    let records = crate::histories::dead_letters(&server, 1, Duration::from_secs(30)).await;
+    let record = records
+        .first()
+        .expect("a dead letter for a submission that cannot be recorded");
     assert_eq!(record["code"], "unavailable", "{record}");
     assert!(!record.to_string().contains("secret-canary"), "{record}");
     assert_eq!(server.status(&format!("{prefix}-c")).await, "?");

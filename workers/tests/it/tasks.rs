@@ -265,7 +265,6 @@ async fn a_server_takes_up_no_workflow_of_another_deployment() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_task_is_dead_lettered_not_dropped() {
-    use futures::StreamExt;
     let Some(env) = stack("a_malformed_task_is_dead_lettered_not_dropped") else {
         return;
     };
@@ -289,29 +288,7 @@ async fn a_malformed_task_is_dead_lettered_not_dropped() {
             .await
             .unwrap();
     }
-    let stream = js
-        .get_stream(format!("{}_DEADLETTER", prefix.to_uppercase()))
-        .await
-        .unwrap();
-    let consumer = stream
-        .create_consumer(async_nats::jetstream::consumer::pull::Config::default())
-        .await
-        .unwrap();
-    let mut records = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while records.len() < 2 && Instant::now() < deadline {
-        let mut messages = consumer
-            .fetch()
-            .max_messages(2)
-            .expires(Duration::from_secs(2))
-            .messages()
-            .await
-            .unwrap();
-        while let Some(Ok(message)) = messages.next().await {
-            records.push(serde_json::from_slice::<serde_json::Value>(&message.payload).unwrap());
-            let _ = message.ack().await;
-        }
-    }
+    let records = crate::histories::dead_letters(&server, 2, Duration::from_secs(20)).await;
     assert_eq!(records.len(), 2, "{records:?}");
     for record in &records {
         assert_eq!(record["code"], "invalid_request", "{record}");
