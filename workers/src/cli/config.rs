@@ -132,6 +132,16 @@ pub struct ConfigArgs {
     /// The audit key (a 32-byte Ed25519 seed, base64 or hex): signs history checkpoints.
     #[arg(long, env = "HCPFLOW_AUDIT_SIGNING_KEY", hide_env_values = true)]
     pub audit_signing_key: Option<String>,
+    /// `--seal-key` read from this file (kept out of the environment and the process
+    /// list), read at start.
+    #[arg(long, env = "HCPFLOW_SEAL_KEY_FILE")]
+    pub seal_key_file: Option<PathBuf>,
+    /// `--input-digest-key` read from this file.
+    #[arg(long, env = "HCPFLOW_INPUT_DIGEST_KEY_FILE")]
+    pub input_digest_key_file: Option<PathBuf>,
+    /// `--audit-signing-key` read from this file.
+    #[arg(long, env = "HCPFLOW_AUDIT_SIGNING_KEY_FILE")]
+    pub audit_signing_key_file: Option<PathBuf>,
     /// Sign a running workflow's moving head this often (seconds); ended ones at once.
     #[arg(long, env = "HCPFLOW_CHECKPOINT_EVERY_SECS")]
     pub checkpoint_every_secs: Option<u64>,
@@ -533,19 +543,26 @@ impl ConfigArgs {
                 .or(file.database_admin_url),
             nats,
             prefix,
-            seal_key: self.seal_key.clone().map(Secret::new).or(file.seal_key),
-            input_digest_key: self
-                .input_digest_key
-                .clone()
-                .map(Secret::new)
-                .or(file.input_digest_key),
+            seal_key: key_layered(
+                "HCPFLOW_SEAL_KEY",
+                &self.seal_key,
+                &self.seal_key_file,
+                file.seal_key,
+            )?,
+            input_digest_key: key_layered(
+                "HCPFLOW_INPUT_DIGEST_KEY",
+                &self.input_digest_key,
+                &self.input_digest_key_file,
+                file.input_digest_key,
+            )?,
             // Empty means unset (`HCPFLOW_AUDIT_SIGNING_KEY=` turns signing off).
-            audit_signing_key: self
-                .audit_signing_key
-                .clone()
-                .map(Secret::new)
-                .or(file.audit_signing_key)
-                .filter(|key| !key.expose().trim().is_empty()),
+            audit_signing_key: key_layered(
+                "HCPFLOW_AUDIT_SIGNING_KEY",
+                &self.audit_signing_key,
+                &self.audit_signing_key_file,
+                file.audit_signing_key,
+            )?
+            .filter(|key| !key.expose().trim().is_empty()),
             checkpoint_every: std::time::Duration::from_secs(
                 self.checkpoint_every_secs
                     .or(file.checkpoint_every_secs)
@@ -600,6 +617,26 @@ impl ConfigArgs {
     }
 }
 
+/// A key from its flag or variable, else from the file its `_FILE` twin names, else
+/// from the config file; both the value and a file is a mistake worth stopping for.
+fn key_layered(
+    name: &str,
+    value: &Option<String>,
+    path: &Option<PathBuf>,
+    from_config: Option<Secret>,
+) -> anyhow::Result<Option<Secret>> {
+    match (value, path) {
+        (Some(_), Some(_)) => bail!("{name} and {name}_FILE are both set: give one"),
+        (Some(value), None) => Ok(Some(Secret::new(value.clone()))),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("{name}_FILE: reading {}", path.display()))?;
+            Ok(Some(Secret::new(text.trim().to_owned())))
+        }
+        (None, None) => Ok(from_config),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -637,6 +674,29 @@ mod tests {
 
         std::fs::write(&path, "databse_url = \"typo\"\n").unwrap();
         assert!(args.resolve().is_err(), "unknown keys are rejected");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn keys_may_come_from_files_but_not_from_a_file_and_a_value() {
+        let dir = std::env::temp_dir().join(format!("hcpflow-keyfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("seal-key");
+        std::fs::write(&path, "k1:AAAA\n").unwrap();
+        let mut args = args();
+        args.database_url = Some("postgres://x".into());
+        args.seal_key_file = Some(path);
+        let config = args.resolve().unwrap();
+        assert_eq!(
+            config.seal_key.as_ref().map(Secret::expose),
+            Some("k1:AAAA")
+        );
+        args.seal_key = Some("k2:BBBB".into());
+        let both = args.resolve().unwrap_err().to_string();
+        assert!(both.contains("HCPFLOW_SEAL_KEY_FILE"), "{both}");
+        args.seal_key = None;
+        args.seal_key_file = Some(dir.join("missing"));
+        assert!(args.resolve().is_err());
         std::fs::remove_dir_all(dir).unwrap();
     }
 
