@@ -14,7 +14,7 @@ use crate::api::fields::Fields;
 use crate::api::intake::{Intake, StartVerb};
 use crate::runtime::dead_letter::DeadLetters;
 use crate::runtime::nats::Deliveries;
-use hcpflow_protocol::{parse_body, ApiError, ErrorCode, StartRequest};
+use hcpflow_protocol::{parse_body, ApiError, ErrorCode, StartRequest, StreamRole, Subjects};
 
 #[derive(Debug, Clone)]
 pub struct Submissions {
@@ -33,6 +33,42 @@ pub enum SubmissionSource {
     Clients,
     /// `<prefix>.task.child`: parents' child starts, published by the server itself.
     Children,
+}
+
+/// One durable consumer of the intake: where it reads, its name, and whose starts.
+#[derive(Debug, Clone)]
+pub struct IntakeConsumer {
+    pub stream: StreamRole,
+    pub durable: &'static str,
+    pub filter: String,
+    pub source: SubmissionSource,
+}
+
+/// Every consumer the API role runs for starts — the one list the server starts and the
+/// NATS permissions grant. The default tenant's and the named tenants' submissions have
+/// a consumer each (work-queue consumers may not overlap); parents' child starts come
+/// on the task stream, which only the server's processes reach.
+pub fn intake_consumers(subjects: &Subjects) -> [IntakeConsumer; 3] {
+    [
+        IntakeConsumer {
+            stream: StreamRole::Submit,
+            durable: "intake",
+            filter: subjects.submit_start(),
+            source: SubmissionSource::Clients,
+        },
+        IntakeConsumer {
+            stream: StreamRole::Submit,
+            durable: "intake-tenants",
+            filter: subjects.tenant_submit_all(),
+            source: SubmissionSource::Clients,
+        },
+        IntakeConsumer {
+            stream: StreamRole::Tasks,
+            durable: "intake-children",
+            filter: subjects.child_starts(),
+            source: SubmissionSource::Children,
+        },
+    ]
 }
 
 /// The longest pause between two tries of a submission.

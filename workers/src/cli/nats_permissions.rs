@@ -8,6 +8,7 @@
 
 use std::fmt::Write as _;
 
+use crate::api::submit::intake_consumers;
 use hcpflow_engine::TenantId;
 use hcpflow_protocol::{StreamRole, Subjects};
 
@@ -192,10 +193,9 @@ impl Deployment {
                         "$JS.API.STREAM.MSG.GET.{}",
                         s.stream(StreamRole::Audit)
                     ));
-                    for durable in ["intake", "intake-tenants"] {
-                        consume(&mut user, &s.stream(StreamRole::Submit), durable);
+                    for intake in intake_consumers(s) {
+                        consume(&mut user, &s.stream(intake.stream), intake.durable);
                     }
-                    consume(&mut user, &s.stream(StreamRole::Tasks), "intake-children");
                     user.publish.push(format!("{p}.deadletter.submit"));
                     user.publish.push(format!("{p}.deadletter.children"));
                 }

@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 
 use crate::api::intake::Intake;
 use crate::api::router::Api;
-use crate::api::submit::{SubmissionSource, Submissions};
+use crate::api::submit::{intake_consumers, Submissions};
 use crate::catalog;
 use crate::catalog::activities::ActivityRegistry;
 use crate::catalog::registry as registry_activities;
@@ -281,52 +281,25 @@ impl Process {
             audit_public_key: self.audit_key.as_ref().map(|k| *k.public_key()),
         });
         running.spawn("api", api.run(self.shutdown.clone()));
-        let consumer = durable_consumer(
-            &self.js,
-            &self.subjects.stream(StreamRole::Submit),
-            "intake",
-            self.subjects.submit_start(),
-        )
-        .await?;
-        let submissions = Submissions {
-            intake: self.intake.clone(),
-            source: SubmissionSource::Clients,
-            max_body_bytes: self.config.max_body_bytes,
-            retry_for: self.config.submit_retry_for,
-        };
-        running.spawn(
-            "submit",
-            submissions.clone().run(consumer, self.shutdown.clone()),
-        );
-        // The named tenants' submissions (`<prefix>.submit.v1.<tenant>.start`): a consumer
-        // of their own, as work-queue consumers may not overlap.
-        let tenants = durable_consumer(
-            &self.js,
-            &self.subjects.stream(StreamRole::Submit),
-            "intake-tenants",
-            self.subjects.tenant_submit_all(),
-        )
-        .await?;
-        running.spawn(
-            "submit",
-            submissions.clone().run(tenants, self.shutdown.clone()),
-        );
-        // Parents' child starts, on the task stream only the server's processes reach.
-        let children = durable_consumer(
-            &self.js,
-            &self.subjects.stream(StreamRole::Tasks),
-            "intake-children",
-            self.subjects.child_starts(),
-        )
-        .await?;
-        let children_intake = Submissions {
-            source: SubmissionSource::Children,
-            ..submissions
-        };
-        running.spawn(
-            "children",
-            children_intake.run(children, self.shutdown.clone()),
-        );
+        for intake in intake_consumers(&self.subjects) {
+            let consumer = durable_consumer(
+                &self.js,
+                &self.subjects.stream(intake.stream),
+                intake.durable,
+                intake.filter,
+            )
+            .await?;
+            let submissions = Submissions {
+                intake: self.intake.clone(),
+                source: intake.source,
+                max_body_bytes: self.config.max_body_bytes,
+                retry_for: self.config.submit_retry_for,
+            };
+            running.spawn(
+                intake.durable,
+                submissions.run(consumer, self.shutdown.clone()),
+            );
+        }
         Ok(())
     }
 
