@@ -143,22 +143,13 @@ async fn ten_thousand_hostile_messages_get_documented_answers_and_record_nothing
     // Forged tasks on the internal subjects too: for workflows that do not exist, and
     // for every early attempt of the live one.
     let subjects = Subjects::new(&server.prefix).unwrap();
-    for seq in 1..=120 {
-        for attempt in 1..=2 {
-            let forged = json!({"workflow_id": live, "scheduled_seq": seq, "attempt": attempt});
-            server
-                .client
-                .publish(
-                    subjects.activity_tasks("default"),
-                    serde_json::to_vec(&forged).unwrap().into(),
-                )
-                .await
-                .unwrap();
-        }
-    }
-    for n in 0..200 {
-        let forged =
-            json!({"workflow_id": format!("{prefix}-ghost{n}"), "scheduled_seq": 1, "attempt": 1});
+    let live_attempts = (1..=120).flat_map(|seq| (1..=2).map(move |attempt| (seq, attempt)));
+    let forged_tasks = live_attempts
+        .map(|(seq, attempt)| json!({"workflow_id": live, "scheduled_seq": seq, "attempt": attempt}))
+        .chain((0..200).map(|n| {
+            json!({"workflow_id": format!("{prefix}-ghost{n}"), "scheduled_seq": 1, "attempt": 1})
+        }));
+    for forged in forged_tasks {
         server
             .client
             .publish(
@@ -167,6 +158,8 @@ async fn ten_thousand_hostile_messages_get_documented_answers_and_record_nothing
             )
             .await
             .unwrap();
+    }
+    for n in 0..200 {
         server
             .client
             .publish(

@@ -185,6 +185,15 @@ struct SealKey {
     cipher: ChaCha20Poly1305,
 }
 
+/// A key's 32 bytes from base64 (standard, or URL-safe without padding).
+fn key_bytes(encoded: &str) -> Result<[u8; 32], &'static str> {
+    let raw = STANDARD
+        .decode(encoded)
+        .or_else(|_| URL_SAFE_NO_PAD.decode(encoded))
+        .map_err(|_| "key is not base64")?;
+    raw.try_into().map_err(|_| "key must be 32 bytes")
+}
+
 /// The seal keys: the first seals, all of them open. `Debug` shows only key ids.
 pub struct Keyring {
     keys: Vec<SealKey>,
@@ -219,20 +228,14 @@ impl Keyring {
             {
                 return Err(invalid("key id must be [A-Za-z0-9_-]+"));
             }
-            let raw = STANDARD
-                .decode(encoded)
-                .or_else(|_| URL_SAFE_NO_PAD.decode(encoded))
-                .map_err(|_| invalid("key is not base64"))?;
-            if raw.len() != 32 {
-                return Err(invalid("key must be 32 bytes"));
-            }
+            let raw = key_bytes(encoded).map_err(&invalid)?;
             if keys.iter().any(|k: &SealKey| k.id == id) {
                 return Err(invalid("duplicate key id"));
             }
             if keys.is_empty() {
                 let mut hasher = Sha256::new();
                 hasher.update(b"hcpflow digest key\0");
-                hasher.update(&raw);
+                hasher.update(raw);
                 digest_key = hasher.finalize().into();
             }
             keys.push(SealKey {
@@ -249,13 +252,8 @@ impl Keyring {
     /// Keys input digests with `key` (32 bytes, base64) instead of the active seal key,
     /// so that a rotation of the seal keys leaves every digest as it was.
     pub fn with_digest_key(mut self, key: &str) -> Result<Self, SealError> {
-        let raw = STANDARD
-            .decode(key.trim())
-            .or_else(|_| URL_SAFE_NO_PAD.decode(key.trim()))
-            .map_err(|_| SealError::InvalidKeySpec("the input digest key is not base64".into()))?;
-        self.digest_key = raw.try_into().map_err(|_| {
-            SealError::InvalidKeySpec("the input digest key must be 32 bytes".into())
-        })?;
+        self.digest_key = key_bytes(key.trim())
+            .map_err(|why| SealError::InvalidKeySpec(format!("the input digest {why}")))?;
         Ok(self)
     }
 
