@@ -44,28 +44,7 @@ impl EventStore {
                 "a history page needs a limit of at least 1".into(),
             ));
         }
-        // One row more than asked tells whether another page follows.
-        let rows: Vec<EventRow> = sqlx::query_as(
-            "SELECT seq, event_type, recorded_at, body, prev_hash, hash
-               FROM events WHERE workflow_id = $1 AND seq >= $2
-              ORDER BY seq LIMIT $3",
-        )
-        .bind(workflow_id.as_str())
-        .bind(to_i64(from))
-        .bind(i64::from(limit) + 1)
-        .fetch_all(&self.pool)
-        .await?;
-        let mut events = rows
-            .into_iter()
-            .map(|row| to_event(workflow_id, row))
-            .collect::<Result<Vec<_>>>()?;
-        let next_from = if events.len() > limit as usize {
-            events.truncate(limit as usize);
-            events.last().map(|event| event.seq.next())
-        } else {
-            None
-        };
-        Ok(HistoryPage { events, next_from })
+        read_page(&self.pool, workflow_id, from, limit).await
     }
 
     /// The whole history; for large histories prefer [`EventStore::read_history`] pages.
@@ -89,10 +68,16 @@ impl EventStore {
     /// last event (events removed from, or added behind, the index's back).
     /// [`Error::NotFound`] when the workflow does not exist.
     pub async fn verify_history(&self, workflow_id: &WorkflowId) -> Result<VerifiedHistory> {
+        // One snapshot for the index and every page: a running workflow appends between
+        // reads, and the index read first would otherwise trail the log read after it.
+        let mut snapshot = self.pool.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *snapshot)
+            .await?;
         let index: Option<(i64, Vec<u8>)> =
             sqlx::query_as("SELECT next_seq, head_hash FROM workflows WHERE workflow_id = $1")
                 .bind(workflow_id.as_str())
-                .fetch_optional(&self.pool)
+                .fetch_optional(&mut *snapshot)
                 .await?;
         let Some((index_next, index_head)) = index else {
             return Err(Error::NotFound(workflow_id.clone()));
@@ -108,7 +93,7 @@ impl EventStore {
         let mut expected_seq = Seq::FIRST;
         let mut from = Some(Seq::FIRST);
         while let Some(start) = from {
-            let page = self.read_history(workflow_id, start, VERIFY_PAGE).await?;
+            let page = read_page(&mut *snapshot, workflow_id, start, VERIFY_PAGE).await?;
             for event in &page.events {
                 let seq = event.seq.get();
                 if event.seq != expected_seq {
@@ -162,6 +147,40 @@ impl EventStore {
             head_event_type,
         })
     }
+}
+
+/// A page read through `executor`: the pool, or a snapshot transaction.
+async fn read_page<'e, E>(
+    executor: E,
+    workflow_id: &WorkflowId,
+    from: Seq,
+    limit: u32,
+) -> Result<HistoryPage>
+where
+    E: sqlx::PgExecutor<'e>,
+{
+    // One row more than asked tells whether another page follows.
+    let rows: Vec<EventRow> = sqlx::query_as(
+        "SELECT seq, event_type, recorded_at, body, prev_hash, hash
+               FROM events WHERE workflow_id = $1 AND seq >= $2
+              ORDER BY seq LIMIT $3",
+    )
+    .bind(workflow_id.as_str())
+    .bind(to_i64(from))
+    .bind(i64::from(limit) + 1)
+    .fetch_all(executor)
+    .await?;
+    let mut events = rows
+        .into_iter()
+        .map(|row| to_event(workflow_id, row))
+        .collect::<Result<Vec<_>>>()?;
+    let next_from = if events.len() > limit as usize {
+        events.truncate(limit as usize);
+        events.last().map(|event| event.seq.next())
+    } else {
+        None
+    };
+    Ok(HistoryPage { events, next_from })
 }
 
 pub(crate) fn to_event(workflow_id: &WorkflowId, row: EventRow) -> Result<StoredEvent> {

@@ -186,3 +186,40 @@ async fn appends_decided_on_the_history_all_land_once() {
     assert_eq!(seen, (0..APPENDERS * 5).collect::<Vec<_>>());
     store.verify_history(&id).await.unwrap();
 }
+
+/// An audit of a running workflow reads one moment of it: while an appender keeps
+/// adding events, every verification sees an index and a log that agree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn verifying_a_history_that_grows_meanwhile_sees_one_snapshot() {
+    let Some((_, store)) = store("verifying_a_history_that_grows_meanwhile").await else {
+        return;
+    };
+    let id = workflow_with_events(&store, "growing", 1).await;
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let appender = {
+        let (store, id, done) = (store.clone(), id.clone(), done.clone());
+        tokio::spawn(async move {
+            let mut next = Seq::new(2).unwrap();
+            for round in 0..300 {
+                let appended = store
+                    .append(AppendBatch::new(id.clone(), next, marker(0, round)))
+                    .await
+                    .expect("the only appender never conflicts");
+                next = appended.next_seq;
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+    let mut verified = 0;
+    while !done.load(std::sync::atomic::Ordering::SeqCst) {
+        let outcome = store.verify_history(&id).await;
+        assert!(
+            outcome.is_ok(),
+            "verification {verified} of a growing history: {outcome:?}"
+        );
+        verified += 1;
+    }
+    appender.await.unwrap();
+    assert!(verified > 0);
+    store.verify_history(&id).await.unwrap();
+}
