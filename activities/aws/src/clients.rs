@@ -29,6 +29,9 @@ pub struct AwsClients {
     pub iam: aws_sdk_iam::Client,
     pub route53: aws_sdk_route53::Client,
     pub s3: aws_sdk_s3::Client,
+    /// The loaded configuration: clients for another region (a Secrets Manager ARN's)
+    /// are built from it.
+    pub sdk: aws_config::SdkConfig,
 }
 
 impl AwsClients {
@@ -62,6 +65,7 @@ impl AwsClients {
             iam: aws_sdk_iam::Client::new(&sdk),
             route53: aws_sdk_route53::Client::new(&sdk),
             s3: aws_sdk_s3::Client::from_conf(s3),
+            sdk,
         }
     }
 }

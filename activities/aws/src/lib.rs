@@ -38,6 +38,7 @@ pub mod privatelink;
 pub mod roles;
 pub mod route53;
 pub mod scope;
+pub mod secrets_manager;
 pub mod sweep;
 
 // Names, tags and the subnet plan are the workflows' as much as ours: they live in

@@ -15,6 +15,7 @@ use hcpflow_hypershift::kube::secrets::*;
 use hcpflow_hypershift::Delete;
 use serde_json::Value;
 
+use crate::secret_refs::{refused, SecretRefResolver};
 use crate::{hosted_cluster, leftovers, namespace, node_pool, private_platform, secrets};
 
 /// How often waits look, and how long a delete waits for finalizers per attempt.
@@ -39,6 +40,8 @@ impl Default for Timing {
 pub struct KubeActivities {
     pub client: kube::Client,
     pub keyring: Option<Arc<Keyring>>,
+    /// Reads pull secrets given by reference; `None`: references are refused.
+    pub secret_refs: Option<Arc<dyn SecretRefResolver>>,
     pub timing: Timing,
 }
 
@@ -47,6 +50,7 @@ impl fmt::Debug for KubeActivities {
         f.debug_struct("KubeActivities")
             .field("default_namespace", &self.client.default_namespace())
             .field("keyring", &self.keyring.is_some())
+            .field("secret_refs", &self.secret_refs)
             .field("timing", &self.timing)
             .finish()
     }
@@ -57,8 +61,21 @@ impl KubeActivities {
         Self {
             client,
             keyring,
+            secret_refs: None,
             timing: Timing::default(),
         }
+    }
+
+    /// These activities read pull secrets by reference through `resolver`.
+    pub fn with_secret_refs(mut self, resolver: Arc<dyn SecretRefResolver>) -> Self {
+        self.secret_refs = Some(resolver);
+        self
+    }
+
+    pub(crate) fn secret_refs(&self) -> Result<&dyn SecretRefResolver, ActivityFailure> {
+        self.secret_refs.as_deref().ok_or_else(|| {
+            refused("this server reads no pull secret references (no resolver is configured)")
+        })
     }
 
     pub(crate) fn keyring(&self) -> Result<&Keyring, ActivityFailure> {

@@ -9,6 +9,8 @@
 //! - [`error`]: Kubernetes errors classified once into retryable and permanent failures;
 //! - [`manifest`]: the HostedCluster and NodePool documents, built from a request;
 //! - [`namespace`], [`secrets`], [`hosted_cluster`], [`node_pool`]: the activities;
+//!   [`secret_refs`]: pull secrets read from where a reference says, for a tenant
+//!   granted it;
 //!   [`private_platform`]: whether the operator is installed for private clusters;
 //!   [`signing_key`]: the service-account key in the PKCS#1 form the operator parses;
 //! - [`wait`], [`delete`]: polling for a condition, and delete-until-gone;
@@ -29,6 +31,7 @@ pub mod namespace;
 pub mod node_pool;
 pub mod private_platform;
 pub mod resources;
+pub mod secret_refs;
 pub mod secrets;
 pub mod signing_key;
 pub mod wait;

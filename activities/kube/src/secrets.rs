@@ -11,6 +11,7 @@ use hcpflow_hypershift::kube::secrets::{
     ApplySecrets, Secrets, PULL_SECRET_POINTER, SIGNING_KEY_PURPOSE,
 };
 use hcpflow_hypershift::kube::INFRA_LABEL;
+use hcpflow_hypershift::pull_secret_ref::DOCKERCONFIGJSON_KEY;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::ByteString;
@@ -97,6 +98,21 @@ pub async fn apply_secrets(
     owner: &WorkflowId,
 ) -> Result<Secrets, ActivityFailure> {
     let keyring = kube.keyring()?;
+    let pull_secret = match (&request.pull_secret, &request.pull_secret_ref) {
+        (Some(sealed), None) => unseal(
+            keyring,
+            sealed,
+            &Binding::new(owner, &input_purpose(PULL_SECRET_POINTER)),
+            "pull secret",
+        )?,
+        (None, Some(reference)) => kube.secret_refs()?.resolve(owner, reference).await?,
+        _ => {
+            return Err(ActivityFailure::permanent(
+                "InvalidInput",
+                "exactly one of pull_secret and pull_secret_ref is given",
+            ))
+        }
+    };
     let names = names(&request.infra_id, &request.namespace, &request.cluster);
     let api: Api<Secret> = Api::namespaced(kube.client.clone(), &request.namespace);
 
@@ -119,16 +135,7 @@ pub async fn apply_secrets(
             request,
             &names.pull_secret,
             "kubernetes.io/dockerconfigjson",
-            BTreeMap::from([(
-                ".dockerconfigjson".to_owned(),
-                unseal(
-                    keyring,
-                    &request.pull_secret,
-                    &Binding::new(owner, &input_purpose(PULL_SECRET_POINTER)),
-                    "pull secret",
-                )?
-                .into_bytes(),
-            )]),
+            BTreeMap::from([(DOCKERCONFIGJSON_KEY.to_owned(), pull_secret.into_bytes())]),
         ),
         secret(
             request,

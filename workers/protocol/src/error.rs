@@ -15,6 +15,9 @@ pub enum ErrorCode {
     TooLarge,
     Conflict,
     NotFound,
+    /// The caller's tenant is not granted what the request names (a pull secret
+    /// reference).
+    Forbidden,
     Unavailable,
     Internal,
 }
@@ -28,6 +31,7 @@ impl ErrorCode {
             Self::TooLarge => "too_large",
             Self::Conflict => "conflict",
             Self::NotFound => "not_found",
+            Self::Forbidden => "forbidden",
             Self::Unavailable => "unavailable",
             Self::Internal => "internal",
         }

@@ -22,6 +22,7 @@ use crate::runtime::decide::add_commands;
 use crate::runtime::journal::{Journal, Write};
 use hcpflow_engine::Catalog;
 use hcpflow_hypershift::admission::AdmissionPolicy;
+use hcpflow_hypershift::pull_secret_ref::SecretRefPolicy;
 use hcpflow_protocol::{ApiError, ErrorCode, StartRequest, StartStatus};
 
 #[derive(Debug)]
@@ -31,6 +32,8 @@ pub struct Intake {
     pub keyring: Option<Arc<Keyring>>,
     /// What this server lets a start ask of the management cluster.
     pub admission: AdmissionPolicy,
+    /// Which pull secret references each tenant may name.
+    pub secret_refs: SecretRefPolicy,
 }
 
 /// Which verb asks for a start: `destroy` is the only way to start a destructive type,
@@ -91,6 +94,12 @@ impl Intake {
         let beyond = self.admission.check(&request.workflow_type, &request.input);
         if !beyond.is_empty() {
             return Err(ApiError::invalid(beyond.join("; ")));
+        }
+        let not_granted =
+            self.secret_refs
+                .check(tenant.as_str(), &request.workflow_type, &request.input);
+        if !not_granted.is_empty() {
+            return Err(ApiError::new(ErrorCode::Forbidden, not_granted.join("; ")));
         }
         let concurrency_key = match &info.concurrency_key_pointer {
             Some(pointer) => Some(

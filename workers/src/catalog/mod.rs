@@ -1,13 +1,15 @@
 //! What this server runs: the workflow types (the built-in [`builtin`] ones and the
 //! HyperShift ones from `hcpflow_hypershift::catalog`) and the activities by type name
 //! ([`activities`]): AWS ([`aws`]), Kubernetes ([`kube`]) and the cluster registry
-//! ([`registry`]).
+//! ([`registry`]); [`secret_refs`] reads pull secrets by reference for the Kubernetes
+//! activities.
 
 pub mod activities;
 pub mod aws;
 pub mod builtin;
 pub mod kube;
 pub mod registry;
+pub mod secret_refs;
 
 use std::sync::Arc;
 

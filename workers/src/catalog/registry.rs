@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::catalog::activities::ActivityRegistry;
 
-fn store_failure(doing: &str, error: StoreError) -> ActivityFailure {
+pub(crate) fn store_failure(doing: &str, error: StoreError) -> ActivityFailure {
     let message = format!("{doing}: {error}");
     if error.is_retryable() {
         ActivityFailure::retryable("Database", message)
@@ -38,7 +38,10 @@ fn registered(record: &ClusterRecord) -> RegisteredCluster {
 }
 
 /// The tenant of the workflow an activity runs for: it sees only its tenant's clusters.
-async fn tenant_of(store: &EventStore, caller: &WorkflowId) -> Result<TenantId, ActivityFailure> {
+pub(crate) async fn tenant_of(
+    store: &EventStore,
+    caller: &WorkflowId,
+) -> Result<TenantId, ActivityFailure> {
     store
         .get_workflow(caller)
         .await

@@ -50,9 +50,22 @@ pub struct CreateFlags {
     pub management_subnet_ids: Option<Vec<String>>,
     #[arg(long)]
     pub release_image: Option<String>,
-    /// A file with the pull secret.
-    #[arg(long)]
+    /// A file with the pull secret (it travels in the start request, sealed at intake:
+    /// for dev stacks; production names a reference instead).
+    #[arg(long, group = "pull_secret_source")]
     pub pull_secret: Option<PathBuf>,
+    /// The pull secret in a Secret on the management cluster, `NAMESPACE/NAME[:KEY]`
+    /// (key default `.dockerconfigjson`), read by the server for a tenant granted it.
+    #[arg(
+        long,
+        value_name = "NAMESPACE/NAME[:KEY]",
+        group = "pull_secret_source"
+    )]
+    pub pull_secret_secret: Option<String>,
+    /// The pull secret in AWS Secrets Manager, by ARN, read by the server for a tenant
+    /// granted it.
+    #[arg(long, value_name = "ARN", group = "pull_secret_source")]
+    pub pull_secret_arn: Option<String>,
     /// A file with the SSH public key.
     #[arg(long)]
     pub ssh_key: Option<PathBuf>,
@@ -70,6 +83,22 @@ pub struct CreateFlags {
     /// the file's `resource_tags`, a flag winning on the same key).
     #[arg(long = "resource-tag", value_name = "KEY=VALUE")]
     pub resource_tags: Vec<String>,
+}
+
+/// `NAMESPACE/NAME[:KEY]` as a `pull_secret_ref`.
+fn kubernetes_secret_ref(text: &str) -> anyhow::Result<Value> {
+    let (place, key) = match text.split_once(':') {
+        Some((place, key)) => (place, Some(key)),
+        None => (text, None),
+    };
+    let Some((namespace, name)) = place.split_once('/') else {
+        bail!("--pull-secret-secret {text:?}: expected NAMESPACE/NAME[:KEY]");
+    };
+    let mut secret = json!({"namespace": namespace, "name": name});
+    if let Some(key) = key {
+        secret["key"] = key.into();
+    }
+    Ok(json!({"kubernetes": secret}))
 }
 
 impl CreateFlags {
@@ -100,11 +129,26 @@ impl CreateFlags {
         if self.keep_on_failure {
             set("keep_on_failure", Some(Value::Bool(true)));
         }
-        if let Some(path) = &self.pull_secret {
-            set("pull_secret", Some(read_text(path, "pull secret")?.into()));
-        }
         if let Some(path) = &self.ssh_key {
             set("ssh_public_key", Some(read_text(path, "SSH key")?.into()));
+        }
+        // A flag's pull secret replaces the file's, whichever form either takes.
+        let pull_secret = if let Some(path) = &self.pull_secret {
+            Some(("pull_secret", read_text(path, "pull secret")?.into()))
+        } else if let Some(secret) = &self.pull_secret_secret {
+            Some(("pull_secret_ref", kubernetes_secret_ref(secret)?))
+        } else {
+            self.pull_secret_arn.as_ref().map(|arn| {
+                (
+                    "pull_secret_ref",
+                    json!({"aws_secrets_manager": {"arn": arn}}),
+                )
+            })
+        };
+        if let Some((field, value)) = pull_secret {
+            input.remove("pull_secret");
+            input.remove("pull_secret_ref");
+            input.insert(field.to_owned(), value);
         }
         if !self.resource_tags.is_empty() {
             let mut tags = input
@@ -256,6 +300,48 @@ mod tests {
         assert_eq!(pools.len(), 2);
         assert_eq!(pools[1]["name"], "demo-us-east-1b");
         assert_eq!(pools[1]["replicas"], DEFAULT_REPLICAS);
+    }
+
+    #[test]
+    fn a_pull_secret_flag_replaces_the_files_in_whichever_form() {
+        let dir = std::env::temp_dir().join(format!("hcpflow-ref-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("cluster.yaml"),
+            "name: demo\npull_secret: inline\n",
+        )
+        .unwrap();
+        let flags = CreateFlags {
+            file: Some(dir.join("cluster.yaml")),
+            pull_secret_secret: Some("pull-secrets/team-a:config".into()),
+            ..CreateFlags::default()
+        };
+        let input = flags.input().unwrap();
+        assert!(input.get("pull_secret").is_none(), "{input}");
+        assert_eq!(
+            input["pull_secret_ref"],
+            json!({"kubernetes": {"namespace": "pull-secrets", "name": "team-a", "key": "config"}})
+        );
+        let arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:pull-AbCdEf";
+        let flags = CreateFlags {
+            file: Some(dir.join("cluster.yaml")),
+            pull_secret_arn: Some(arn.into()),
+            ..CreateFlags::default()
+        };
+        assert_eq!(
+            flags.input().unwrap()["pull_secret_ref"]["aws_secrets_manager"]["arn"],
+            arn
+        );
+        let flags = CreateFlags {
+            pull_secret_secret: Some("no-slash".into()),
+            ..CreateFlags::default()
+        };
+        assert!(flags
+            .input()
+            .unwrap_err()
+            .to_string()
+            .contains("NAMESPACE/NAME"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use crate::runtime::nats::{StreamLimits, DEFAULT_STREAM_MAX_BYTES};
 use hcpflow_engine::TenantId;
 use hcpflow_hypershift::admission::AdmissionPolicy;
+use hcpflow_hypershift::pull_secret_ref::SecretRefPolicy;
 use hcpflow_protocol::{NatsConfig, Secret};
 
 /// The resolved configuration of a server or worker process.
@@ -49,6 +50,8 @@ pub struct Config {
     /// What a start may ask of the management cluster (node pools, annotations,
     /// namespaces, release registries).
     pub admission: AdmissionPolicy,
+    /// Which pull secret references each tenant may name (none by default).
+    pub secret_refs: SecretRefPolicy,
     /// Whether the built-in `noop_*` workflows run here (tests and benchmarks): off by
     /// default, so a production server runs only the workflows it is for.
     pub builtin_workflows: bool,
@@ -98,6 +101,7 @@ pub struct ConfigFile {
     pub allow_image_overrides: Option<bool>,
     pub allowed_namespaces: Option<Vec<String>>,
     pub allowed_release_registries: Option<Vec<String>>,
+    pub allow_secret_refs: Option<Vec<String>>,
     pub aws_region: Option<String>,
     pub aws_endpoint: Option<String>,
     pub kube_url: Option<String>,
@@ -203,6 +207,16 @@ pub struct ConfigArgs {
         value_delimiter = ','
     )]
     pub allowed_release_registries: Option<Vec<String>>,
+    /// Pull secret references a tenant may name, comma-separated:
+    /// `TENANT=kubernetes:NAMESPACE` (any Secret of that management-cluster namespace) or
+    /// `TENANT=arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME` (a trailing `*` allows a
+    /// prefix). None by default.
+    #[arg(
+        long = "allow-secret-ref",
+        env = "HCPFLOW_ALLOW_SECRET_REFS",
+        value_delimiter = ','
+    )]
+    pub allow_secret_refs: Option<Vec<String>>,
     /// The AWS region of the hosted clusters' resources.
     #[arg(long, env = "AWS_REGION")]
     pub aws_region: Option<String>,
@@ -400,6 +414,7 @@ impl Config {
             "allow_image_overrides": self.admission.image_overrides,
             "allowed_namespaces": self.admission.namespaces,
             "allowed_release_registries": self.admission.release_registries,
+            "allow_secret_refs": self.secret_refs,
             "aws_region": self.aws.region,
             "aws_endpoint": self.aws.endpoint,
             "kube_url": self.kube.url,
@@ -493,6 +508,22 @@ impl ConfigArgs {
         }
     }
 
+    /// The secret-reference grants: flag or variable, else the file's; each must parse.
+    fn secret_refs_layered(&self, file: &ConfigFile) -> anyhow::Result<SecretRefPolicy> {
+        let grants = self
+            .allow_secret_refs
+            .clone()
+            .or_else(|| file.allow_secret_refs.clone())
+            .unwrap_or_default();
+        let grants = grants
+            .iter()
+            .filter(|grant| !grant.trim().is_empty())
+            .map(|grant| grant.parse().map_err(anyhow::Error::msg))
+            .collect::<anyhow::Result<Vec<_>>>()
+            .context("HCPFLOW_ALLOW_SECRET_REFS / --allow-secret-ref")?;
+        Ok(SecretRefPolicy::new(grants))
+    }
+
     /// The streams' limits: replicas, bytes, and the submit stream's largest message
     /// (twice the largest body).
     fn stream_limits_layered(&self, file: &ConfigFile) -> StreamLimits {
@@ -519,6 +550,7 @@ impl ConfigArgs {
         let file = self.client.file()?;
         let stream_limits = self.stream_limits_layered(&file);
         let admission = self.admission_layered(&file);
+        let secret_refs = self.secret_refs_layered(&file)?;
         let nats = self.client.nats_layered(&file)?;
         let prefix = self.client.prefix_layered(&file);
         let Some(database_url) = self
@@ -600,6 +632,7 @@ impl ConfigArgs {
                 .unwrap_or(false),
             stream_limits,
             admission,
+            secret_refs,
             aws: hcpflow_aws::AwsSettings {
                 region: self
                     .aws_region

@@ -22,6 +22,7 @@ use crate::api::submit::{intake_consumers, Submissions};
 use crate::catalog;
 use crate::catalog::activities::ActivityRegistry;
 use crate::catalog::registry as registry_activities;
+use crate::catalog::secret_refs::SecretRefs;
 use crate::cli::config::Config;
 use crate::cli::migrate;
 use crate::roles::activity_worker::ActivityWorker;
@@ -91,13 +92,18 @@ impl fmt::Display for Role {
 }
 
 /// The Kubernetes activities' client. A cluster configured explicitly must be usable;
-/// with nothing configured and nothing to infer, the process runs without them.
+/// with nothing configured and nothing to infer, the process runs without them. Pull
+/// secret references are read for the tenants `secret_refs` grants them.
 async fn connect_kube(
     settings: &KubeSettings,
     keyring: Option<Arc<Keyring>>,
+    secret_refs: impl FnOnce(kube::Client) -> SecretRefs,
 ) -> anyhow::Result<Option<Arc<KubeActivities>>> {
     match settings.connect().await {
-        Ok(client) => Ok(Some(Arc::new(KubeActivities::new(client, keyring)))),
+        Ok(client) => Ok(Some(Arc::new(
+            KubeActivities::new(client.clone(), keyring)
+                .with_secret_refs(Arc::new(secret_refs(client))),
+        ))),
         Err(error) if settings.is_explicit() => {
             Err(anyhow::Error::new(error).context("connecting to the management cluster"))
         }
@@ -212,10 +218,14 @@ impl Process {
                 clients: AwsClients::connect(&config.aws).await,
                 keyring: keyring.clone(),
             });
-            (
-                Some(aws),
-                connect_kube(&config.kube, keyring.clone()).await?,
-            )
+            let secret_refs = |kube| SecretRefs {
+                store: Arc::new(store.clone()),
+                policy: config.secret_refs.clone(),
+                kube,
+                aws: aws.clients.clone(),
+            };
+            let kube = connect_kube(&config.kube, keyring.clone(), secret_refs).await?;
+            (Some(aws), kube)
         } else {
             (None, None)
         };
@@ -236,6 +246,7 @@ impl Process {
             catalog,
             keyring,
             admission: config.admission.clone(),
+            secret_refs: config.secret_refs.clone(),
         });
         Ok(Self {
             name: format!("{}-{}", hostname(), std::process::id()),

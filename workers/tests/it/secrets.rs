@@ -1,8 +1,11 @@
-//! No plaintext secret anywhere hcpflow keeps or sends things: a canary planted in the
-//! pull secret of a full create (and destroy), and the generated etcd encryption key
-//! and service-account signing key read back from the management cluster, are searched
-//! for in every table, every message published under the server's prefix after intake,
-//! and the server's debug log. The search is shown to work on values that are there.
+//! No plaintext secret anywhere hcpflow keeps or sends things: canaries planted in the
+//! pull secrets of three creates (and destroys) — one inline, one by reference to a
+//! Secret on the management cluster, one by reference to AWS Secrets Manager — and the
+//! generated etcd encryption key and service-account signing key read back from the
+//! management cluster, are searched for in every table, every message published under
+//! the server's prefix (after intake, for the inline one; everywhere, start requests
+//! included, for the references), and the server's debug log. The search is shown to
+//! work on values that are there. A tenant not granted a reference is refused it.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -54,6 +57,36 @@ async fn no_plaintext_secret_reaches_tables_streams_or_logs() {
     env.retain(|(k, _)| k != "AWS_ACCESS_KEY_ID");
     env.push(("AWS_ACCESS_KEY_ID".into(), format!("{prefix}-key")));
 
+    // The referenced pull secrets, and the grants that let the default tenant read them.
+    let dockerconfig =
+        |canary: &str| format!("{{\"auths\": {{\"quay.io\": {{\"auth\": \"{canary}\"}}}}}}");
+    let k8s_canary = format!("CANARYK8S{}", unique("ref").to_uppercase());
+    let sm_canary = format!("CANARYSM{}", unique("ref").to_uppercase());
+    let refs_namespace = cluster_name("pull");
+    let k8s_ref = json!({"kubernetes": {"namespace": refs_namespace, "name": "team-pull"}});
+    put_kubernetes_secret(
+        &stack.kube,
+        &refs_namespace,
+        "team-pull",
+        &dockerconfig(&k8s_canary),
+    )
+    .await;
+    let arn = aws_sdk_secretsmanager::Client::new(&stack.moto.sdk)
+        .create_secret()
+        .name(format!("{prefix}-pull"))
+        .secret_string(dockerconfig(&sm_canary))
+        .send()
+        .await
+        .unwrap()
+        .arn
+        .unwrap();
+    let sm_ref = json!({"aws_secrets_manager": {"arn": arn}});
+    let (arn_prefix, _) = arn.rsplit_once(':').unwrap();
+    env.push((
+        "HCPFLOW_ALLOW_SECRET_REFS".into(),
+        format!("default=kubernetes:{refs_namespace},default={arn_prefix}:{prefix}-*"),
+    ));
+
     // Everything published under the prefix, from before the server starts.
     let watcher = async_nats::connect(env_value(&env, "HCPFLOW_NATS_URL"))
         .await
@@ -75,20 +108,51 @@ async fn no_plaintext_secret_reaches_tables_streams_or_logs() {
 
     let canary = format!("CANARY{}", unique("pull").to_uppercase());
     let name = cluster_name("sec");
-    let mut input = create_input(&name, &pre, 1);
-    input["pull_secret"] = json!(format!(
-        "{{\"auths\": {{\"quay.io\": {{\"auth\": \"{canary}\"}}}}}}"
-    ));
-    let create = format!("{prefix}-create");
-    let reply = server
-        .start_workflow("create_hosted_cluster", &create, input)
-        .await;
-    assert_eq!(reply["ok"], true, "{reply}");
-    assert_eq!(
-        server
-            .wait_terminal(&create, Duration::from_secs(300))
-            .await,
-        "completed"
+    let by_k8s = cluster_name("seck");
+    let by_sm = cluster_name("secm");
+    let mut creates = Vec::new();
+    for (cluster, field, value) in [
+        (&name, "pull_secret", json!(dockerconfig(&canary))),
+        (&by_k8s, "pull_secret_ref", k8s_ref.clone()),
+        (&by_sm, "pull_secret_ref", sm_ref),
+    ] {
+        let mut input = create_input(cluster, &pre, 1);
+        input.as_object_mut().unwrap().remove("pull_secret");
+        input[field] = value;
+        let create = format!("{prefix}-create-{cluster}");
+        let reply = server
+            .start_workflow("create_hosted_cluster", &create, input)
+            .await;
+        assert_eq!(reply["ok"], true, "{reply}");
+        creates.push(create);
+    }
+    for create in &creates {
+        assert_eq!(
+            server.wait_terminal(create, Duration::from_secs(400)).await,
+            "completed",
+            "{create}"
+        );
+    }
+    let create = &creates[0];
+
+    // A reference the tenant is not granted is refused before anything is recorded:
+    // another tenant naming the granted Secret, or the granted tenant another namespace.
+    let mut theirs = create_input(&cluster_name("secx"), &pre, 1);
+    theirs.as_object_mut().unwrap().remove("pull_secret");
+    theirs["pull_secret_ref"] = k8s_ref;
+    let request = |input: &serde_json::Value| json!({"workflow_type": "create_hosted_cluster", "input": input});
+    let refused = server.api("other.start", request(&theirs)).await;
+    assert_eq!(refused["error"]["code"], "forbidden", "{refused}");
+    theirs["pull_secret_ref"] =
+        json!({"kubernetes": {"namespace": "kube-system", "name": "bootstrap-token"}});
+    let refused = server.api("start", request(&theirs)).await;
+    assert_eq!(refused["error"]["code"], "forbidden", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("kubernetes:{refs_namespace}")),
+        "{refused}"
     );
 
     // The generated secrets, as the management cluster holds them (where they belong).
@@ -107,6 +171,21 @@ async fn no_plaintext_secret_reaches_tables_streams_or_logs() {
         String::from_utf8_lossy(&pull).contains(&canary),
         "the canary reached the management cluster, where it belongs"
     );
+    for (cluster, canary) in [(&by_k8s, &k8s_canary), (&by_sm, &sm_canary)] {
+        let secrets: Api<Secret> = Api::namespaced(stack.kube.clone(), &format!("ns-{cluster}"));
+        let pull = secrets
+            .get(&format!("{cluster}-pull-secret"))
+            .await
+            .unwrap()
+            .data
+            .unwrap()[".dockerconfigjson"]
+            .0
+            .clone();
+        assert!(
+            String::from_utf8_lossy(&pull).contains(canary.as_str()),
+            "{cluster}: the referenced pull secret was written into the hosted cluster's namespace"
+        );
+    }
     let etcd = value(&format!("{name}-etcd-encryption-key"), "key").await;
     let signing = value(&format!("{name}-sa-token-issuer-key"), "key").await;
     let signing_pem = String::from_utf8(signing).unwrap();
@@ -126,16 +205,26 @@ async fn no_plaintext_secret_reaches_tables_streams_or_logs() {
     needles_all.push(("the etcd encryption key (hex)".into(), hex::encode(&etcd)));
     needles_all.extend(needles("the signing key", signing_line.as_bytes()));
 
-    let destroy = format!("{prefix}-destroy");
-    server
-        .start_workflow("destroy_hosted_cluster", &destroy, json!({"cluster": name}))
-        .await;
-    assert_eq!(
+    // Never anywhere, the start requests included: they carried only the references.
+    let mut reference_needles = needles("the Kubernetes-referenced canary", k8s_canary.as_bytes());
+    reference_needles.extend(needles("the Secrets Manager canary", sm_canary.as_bytes()));
+
+    for cluster in [&name, &by_k8s, &by_sm] {
+        let destroy = format!("{prefix}-destroy-{cluster}");
         server
-            .wait_terminal(&destroy, Duration::from_secs(300))
-            .await,
-        "completed"
-    );
+            .start_workflow(
+                "destroy_hosted_cluster",
+                &destroy,
+                json!({"cluster": cluster}),
+            )
+            .await;
+        assert_eq!(
+            server
+                .wait_terminal(&destroy, Duration::from_secs(300))
+                .await,
+            "completed"
+        );
+    }
     tokio::time::sleep(Duration::from_secs(3)).await; // the final checkpoints
     drop(server);
     collector.abort();
@@ -164,13 +253,19 @@ async fn no_plaintext_secret_reaches_tables_streams_or_logs() {
             let text: String = row.get(0);
             searched_rows += 1;
             find(&needles_all, &text, &format!("table {table}"), &mut found);
+            find(
+                &reference_needles,
+                &text,
+                &format!("table {table}"),
+                &mut found,
+            );
         }
     }
     // The search sees what is there: the infra id is in the events, as hex bytes.
     let infra_hex = hex::encode(format!("\"name\":\"{name}\""));
     let events_text: Vec<String> =
         sqlx::query_scalar("SELECT row_to_json(t)::text FROM events t WHERE workflow_id = $1")
-            .bind(&create)
+            .bind(create)
             .fetch_all(&mut db)
             .await
             .unwrap();
@@ -184,6 +279,12 @@ async fn no_plaintext_secret_reaches_tables_streams_or_logs() {
     let messages = std::mem::take(&mut *collected.lock().unwrap());
     assert!(messages.len() > 100, "{} messages seen", messages.len());
     for (subject, payload) in &messages {
+        find(
+            &reference_needles,
+            payload,
+            &format!("NATS subject {subject}"),
+            &mut found,
+        );
         if subject == &format!("{prefix}.api.v1.start") {
             continue;
         }
@@ -205,6 +306,7 @@ async fn no_plaintext_secret_reaches_tables_streams_or_logs() {
     let log_text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(!log_text.is_empty(), "the server logged at debug level");
     find(&needles_all, &log_text, "the server log", &mut found);
+    find(&reference_needles, &log_text, "the server log", &mut found);
 
     assert!(
         found.is_empty(),
@@ -212,4 +314,32 @@ async fn no_plaintext_secret_reaches_tables_streams_or_logs() {
         messages.len()
     );
     let _ = std::fs::remove_file(&log);
+}
+
+/// A `kubernetes.io/dockerconfigjson` Secret in a namespace of its own, as a platform
+/// team keeps its pull secrets on the management cluster.
+async fn put_kubernetes_secret(kube: &kube::Client, namespace: &str, name: &str, document: &str) {
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::PostParams;
+    let namespaces: Api<Namespace> = Api::all(kube.clone());
+    let mut created = Namespace::default();
+    created.metadata.name = Some(namespace.to_owned());
+    namespaces
+        .create(&PostParams::default(), &created)
+        .await
+        .unwrap();
+    let mut secret = Secret::default();
+    secret.metadata.name = Some(name.to_owned());
+    secret.type_ = Some("kubernetes.io/dockerconfigjson".into());
+    secret.data = Some(
+        [(
+            ".dockerconfigjson".to_owned(),
+            k8s_openapi::ByteString(document.as_bytes().to_vec()),
+        )]
+        .into(),
+    );
+    Api::<Secret>::namespaced(kube.clone(), namespace)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
 }

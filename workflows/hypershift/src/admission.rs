@@ -124,7 +124,7 @@ fn overrides_an_image(key: &str) -> bool {
 }
 
 /// An exact name, or a prefix ending in `*`.
-fn matches(pattern: &str, value: &str) -> bool {
+pub(crate) fn matches(pattern: &str, value: &str) -> bool {
     match pattern.strip_suffix('*') {
         Some(prefix) => value.starts_with(prefix),
         None => value == pattern,

@@ -207,6 +207,7 @@ async fn build(
             cluster: input.name.clone(),
             namespace: input.namespace.clone(),
             pull_secret: input.pull_secret.clone(),
+            pull_secret_ref: input.pull_secret_ref.clone(),
             ssh_public_key: input.ssh_public_key.clone(),
             signing_key: signing_key.private_key.clone(),
         })

@@ -8,6 +8,7 @@ use hcpflow_engine::scrub_quoted;
 use serde::{Deserialize, Serialize};
 
 use crate::network_plan;
+use crate::pull_secret_ref::PullSecretRef;
 use crate::resource_tags::ResourceTags;
 use crate::shape::{self, optional, required, Field, Kind};
 
@@ -25,6 +26,22 @@ const NODE_POOL_FIELDS: &[Field] = &[
     optional("annotations", Kind::StringMap),
 ];
 
+const PULL_SECRET_REF_FIELDS: &[Field] = &[
+    optional("kubernetes", Kind::Object(KUBERNETES_SECRET_REF_FIELDS)),
+    optional(
+        "aws_secrets_manager",
+        Kind::Object(SECRETS_MANAGER_REF_FIELDS),
+    ),
+];
+
+const KUBERNETES_SECRET_REF_FIELDS: &[Field] = &[
+    required("namespace", Kind::String),
+    required("name", Kind::String),
+    optional("key", Kind::String),
+];
+
+const SECRETS_MANAGER_REF_FIELDS: &[Field] = &[required("arn", Kind::String)];
+
 /// The fields of [`CreateClusterInput`], checked all at once before decoding.
 const CREATE_FIELDS: &[Field] = &[
     required("name", Kind::String),
@@ -38,7 +55,8 @@ const CREATE_FIELDS: &[Field] = &[
     optional("namespace", Kind::String),
     optional("management", Kind::Object(MANAGEMENT_FIELDS)),
     required("release_image", Kind::String),
-    required("pull_secret", Kind::String),
+    optional("pull_secret", Kind::String),
+    optional("pull_secret_ref", Kind::Object(PULL_SECRET_REF_FIELDS)),
     required("ssh_public_key", Kind::String),
     optional("node_pools", Kind::ObjectList(NODE_POOL_FIELDS)),
     optional("keep_on_failure", Kind::Bool),
@@ -120,7 +138,12 @@ pub struct CreateClusterInput<S> {
     #[serde(default)]
     pub management: Option<Management>,
     pub release_image: String,
-    pub pull_secret: S,
+    /// The `.dockerconfigjson` inline (dev stacks), or
+    #[serde(default = "Option::default", skip_serializing_if = "Option::is_none")]
+    pub pull_secret: Option<S>,
+    /// where the server reads it (production): exactly one of the two is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_secret_ref: Option<PullSecretRef>,
     pub ssh_public_key: String,
     #[serde(default)]
     pub node_pools: Vec<NodePoolSpec>,
@@ -249,7 +272,7 @@ pub fn is_dns_label(text: &str, max: usize) -> bool {
         && bytes[bytes.len() - 1] != b'-'
 }
 
-fn is_dns_subdomain(text: &str) -> bool {
+pub(crate) fn is_dns_subdomain(text: &str) -> bool {
     text.len() <= 253 && text.split('.').all(|label| is_dns_label(label, 63))
 }
 
@@ -375,8 +398,23 @@ impl<S> CreateClusterInput<S> {
         if self.release_image.trim().is_empty() {
             problem("release_image: must not be empty".into());
         }
-        if pull_secret_is_json == Some(false) {
-            problem("pull_secret: must be a JSON document (the .dockerconfigjson)".into());
+        match (&self.pull_secret, &self.pull_secret_ref) {
+            (Some(_), None) => {
+                if pull_secret_is_json == Some(false) {
+                    problem("pull_secret: must be a JSON document (the .dockerconfigjson)".into());
+                }
+            }
+            (None, Some(reference)) => {
+                for text in reference.problems("pull_secret_ref") {
+                    problem(text);
+                }
+            }
+            (Some(_), Some(_)) => {
+                problem("pull_secret, pull_secret_ref: give one of them, not both".into())
+            }
+            (None, None) => problem(
+                "pull_secret: required, or pull_secret_ref naming where the server reads it".into(),
+            ),
         }
         if self.ssh_public_key.trim().is_empty() {
             problem("ssh_public_key: must not be empty".into());
@@ -446,13 +484,11 @@ impl<S> CreateClusterInput<S> {
 pub fn validate_create(input: &serde_json::Value) -> Result<(), Vec<String>> {
     let (decoded, shape): (CreateClusterInput<String>, _) = decode(input, CREATE_FIELDS)?;
     // Sealed values (a resubmission) cannot be read here; plaintext must be JSON.
-    let is_json = if decoded.pull_secret.starts_with("sealed:") {
-        None
-    } else {
-        Some(
-            serde_json::from_str::<serde_json::Value>(&decoded.pull_secret)
-                .is_ok_and(|v| v.is_object()),
-        )
+    let is_json = match &decoded.pull_secret {
+        Some(secret) if !secret.starts_with("sealed:") => {
+            Some(serde_json::from_str::<serde_json::Value>(secret).is_ok_and(|v| v.is_object()))
+        }
+        _ => None,
     };
     verdict(shape::merge(shape, decoded.problems(is_json)))
 }
@@ -669,6 +705,26 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_create_gives_its_pull_secret_inline_or_by_reference_never_both() {
+        let mut by_reference = valid();
+        by_reference.as_object_mut().unwrap().remove("pull_secret");
+        by_reference["pull_secret_ref"] =
+            json!({"kubernetes": {"namespace": "pull-secrets", "name": "team-a"}});
+        assert_eq!(validate_create(&by_reference), Ok(()));
+
+        let mut both = by_reference.clone();
+        both["pull_secret"] = valid()["pull_secret"].clone();
+        assert!(validate_create(&both).unwrap_err()[0].contains("not both"));
+        let mut neither = by_reference.clone();
+        neither.as_object_mut().unwrap().remove("pull_secret_ref");
+        assert!(validate_create(&neither).unwrap_err()[0].contains("pull_secret_ref"));
+        let mut misspelt = by_reference;
+        misspelt["pull_secret_ref"] = json!({"kubernetes": {"namespace": "x", "nmae": "y"}});
+        let problems = validate_create(&misspelt).unwrap_err().join("; ");
+        assert!(problems.contains("nmae"), "{problems}");
+    }
+
     /// The field tables checked before decoding must list exactly the structs' fields.
     #[test]
     fn the_field_tables_match_the_input_structs() {
@@ -687,9 +743,26 @@ mod tests {
             keys.sort_unstable();
             keys
         }
-        let input: CreateClusterInput<String> = serde_json::from_value(valid()).unwrap();
+        let mut input: CreateClusterInput<String> = serde_json::from_value(valid()).unwrap();
+        // Both sources at once: only to see every field serialized.
+        input.pull_secret_ref = Some(
+            serde_json::from_value(json!({
+                "kubernetes": {"namespace": "n", "name": "s"},
+                "aws_secrets_manager": {"arn": "a"}}))
+            .unwrap(),
+        );
         let create = serde_json::to_value(&input).unwrap();
         assert_eq!(keys(&create), names(CREATE_FIELDS));
+        let reference = &create["pull_secret_ref"];
+        assert_eq!(keys(reference), names(PULL_SECRET_REF_FIELDS));
+        assert_eq!(
+            keys(&reference["kubernetes"]),
+            names(KUBERNETES_SECRET_REF_FIELDS)
+        );
+        assert_eq!(
+            keys(&reference["aws_secrets_manager"]),
+            names(SECRETS_MANAGER_REF_FIELDS)
+        );
         assert_eq!(keys(&create["management"]), names(MANAGEMENT_FIELDS));
         assert_eq!(keys(&create["node_pools"][0]), names(NODE_POOL_FIELDS));
         let scale = ScaleInput {

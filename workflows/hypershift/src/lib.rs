@@ -23,6 +23,7 @@ pub mod kube;
 pub mod naming;
 pub mod network_plan;
 pub mod privatelink;
+pub mod pull_secret_ref;
 pub mod registry;
 pub mod resource_tags;
 pub mod scale;

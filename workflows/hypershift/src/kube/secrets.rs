@@ -6,6 +6,7 @@ use hcpflow_engine::Sealed;
 use serde::{Deserialize, Serialize};
 
 use crate::kube::{kube_activity, Delete};
+use crate::pull_secret_ref::PullSecretRef;
 
 /// Where the create input carries the pull secret: intake seals it for the create
 /// workflow and this field (`hcpflow_engine::input_purpose`).
@@ -25,8 +26,12 @@ pub struct ApplySecrets {
     pub cluster: String,
     pub namespace: String,
     /// The `.dockerconfigjson` document, sealed for the create workflow's input
-    /// ([`PULL_SECRET_POINTER`]).
-    pub pull_secret: Sealed<String>,
+    /// ([`PULL_SECRET_POINTER`]), or
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_secret: Option<Sealed<String>>,
+    /// where the activity reads it (never recorded: only the reference is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_secret_ref: Option<PullSecretRef>,
     pub ssh_public_key: String,
     /// The service-account signing key, PKCS#8 PEM, sealed for the create workflow
     /// ([`SIGNING_KEY_PURPOSE`]).
