@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use hcpflow_engine::{
-    input_purpose, ActivityFailure, Binding, Keyring, Ledger, Sealed, WorkflowId,
+    input_purpose, ActivityFailure, Binding, Keyring, Ledger, SealError, Sealed, WorkflowId,
 };
 use hcpflow_hypershift::kube::secrets::{
     ApplySecrets, Secrets, PULL_SECRET_POINTER, SIGNING_KEY_PURPOSE,
@@ -48,9 +48,16 @@ fn unseal(
 ) -> Result<String, ActivityFailure> {
     // The seal error says which key id failed, never the value. A value sealed for
     // another workflow or field does not open here.
-    keyring
-        .open(sealed, binding)
-        .map_err(|e| ActivityFailure::permanent("Unseal", format!("unsealing the {what}: {e}")))
+    keyring.open(sealed, binding).map_err(|e| match e {
+        // Mid-rotation, a value sealed with a key this worker does not have yet: the
+        // retry policy tries again (another worker, or this one restarted with the key,
+        // opens it) before the create gives up.
+        SealError::UnknownKey(key_id) => ActivityFailure::retryable(
+            "UnknownSealKey",
+            format!("unsealing the {what}: this worker has no seal key {key_id:?} (yet)"),
+        ),
+        other => ActivityFailure::permanent("Unseal", format!("unsealing the {what}: {other}")),
+    })
 }
 
 fn secret(

@@ -83,3 +83,90 @@ async fn a_resubmission_stays_idempotent_across_a_seal_key_rotation() {
     .await;
     assert_eq!(derived, "conflict");
 }
+
+/// A rotation caught in the middle of a create, across two processes: the API process
+/// already seals with the new key, the activity worker has only the old one. The
+/// worker's unseal fails as `UnknownSealKey` and is retried, not rolled back; once the
+/// worker restarts with both keys, the same create completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_completes_across_a_seal_key_rotation_between_two_processes() {
+    use crate::cluster_support::{cluster_name, cluster_stack, create_input, prerequisites};
+    use crate::histories::history;
+
+    let Some(stack) = cluster_stack("a_create_completes_across_a_seal_key_rotation").await else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("rotmid");
+    let pre = prerequisites(&stack.moto, &prefix.to_lowercase()).await;
+    let digest = key(3);
+    let (old, both) = (
+        format!("k1:{}", key(1)),
+        format!("k2:{},k1:{}", key(2), key(1)),
+    );
+    let api = Server::start_worker(
+        keyed(&stack.env, &both, Some(&digest)),
+        &prefix,
+        "api,workflow,relay,timer",
+        &[],
+    )
+    .await;
+    let behind = Server::start_worker(
+        keyed(&stack.env, &old, Some(&digest)),
+        &prefix,
+        "activity",
+        &[],
+    )
+    .await;
+
+    let name = cluster_name("rotmid");
+    let create = format!("{prefix}-create");
+    let started = api
+        .start_workflow(
+            "create_hosted_cluster",
+            &create,
+            create_input(&name, &pre, 1),
+        )
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+
+    // The worker behind meets the new key and leaves the attempt to a retry.
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    loop {
+        let unknown = history(&api, &create).await.into_iter().find(|e| {
+            e["type"] == "ActivityFailed" && e["data"]["failure"]["kind"] == "UnknownSealKey"
+        });
+        if let Some(failed) = unknown {
+            assert!(!failed["data"]["retry_at"].is_null(), "{failed}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no UnknownSealKey failure: {:?}",
+            history(&api, &create).await
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    drop(behind);
+    let _caught_up = Server::start_worker(
+        keyed(&stack.env, &both, Some(&digest)),
+        &prefix,
+        "activity",
+        &[],
+    )
+    .await;
+    assert_eq!(
+        api.wait_terminal(&create, Duration::from_secs(400)).await,
+        "completed",
+        "{:?}",
+        history(&api, &create).await
+    );
+
+    let destroy = format!("{prefix}-destroy");
+    api.start_workflow("destroy_hosted_cluster", &destroy, json!({"cluster": name}))
+        .await;
+    assert_eq!(
+        api.wait_terminal(&destroy, Duration::from_secs(300)).await,
+        "completed"
+    );
+}
