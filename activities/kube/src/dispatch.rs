@@ -15,7 +15,7 @@ use hcpflow_hypershift::kube::secrets::*;
 use hcpflow_hypershift::Delete;
 use serde_json::Value;
 
-use crate::secret_refs::{refused, SecretRefResolver};
+use crate::secret_refs::SecretRefResolver;
 use crate::{hosted_cluster, leftovers, namespace, node_pool, private_platform, secrets};
 
 /// How often waits look, and how long a delete waits for finalizers per attempt.
@@ -73,8 +73,12 @@ impl KubeActivities {
     }
 
     pub(crate) fn secret_refs(&self) -> Result<&dyn SecretRefResolver, ActivityFailure> {
+        // The deployment's doing, not the tenant's.
         self.secret_refs.as_deref().ok_or_else(|| {
-            refused("this server reads no pull secret references (no resolver is configured)")
+            ActivityFailure::permanent(
+                "SecretRefsUnavailable",
+                "this worker reads no pull secret references (no resolver is configured)",
+            )
         })
     }
 

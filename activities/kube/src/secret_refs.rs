@@ -15,6 +15,9 @@ use kube::Api;
 
 use crate::error::failure;
 
+/// The type of a Secret holding a `.dockerconfigjson`.
+pub const DOCKERCONFIGJSON_TYPE: &str = "kubernetes.io/dockerconfigjson";
+
 /// What a resolution returns, boxed so the resolver can live behind `dyn`.
 pub type Resolution<'a> =
     Pin<Box<dyn Future<Output = Result<String, ActivityFailure>> + Send + 'a>>;
@@ -26,7 +29,8 @@ pub trait SecretRefResolver: Send + Sync + fmt::Debug {
         -> Resolution<'a>;
 }
 
-/// The failure of a reference nobody may read here, or that names nothing.
+/// The failure of a reference the workflow's tenant is not granted, or that names
+/// nothing.
 pub fn refused(problem: impl Into<String>) -> ActivityFailure {
     ActivityFailure::permanent("SecretRefForbidden", problem)
 }
@@ -45,6 +49,13 @@ pub async fn read_kubernetes_secret(
         .ok_or_else(|| {
             ActivityFailure::permanent("PullSecretNotFound", format!("the {source} does not exist"))
         })?;
+    // Only a pull secret: a grant of a namespace is not a grant of its other Secrets.
+    if secret.type_.as_deref() != Some(DOCKERCONFIGJSON_TYPE) {
+        return Err(ActivityFailure::permanent(
+            "InvalidPullSecret",
+            format!("the {source} is not of type {DOCKERCONFIGJSON_TYPE}"),
+        ));
+    }
     let value = secret
         .data
         .and_then(|mut data| data.remove(&reference.key))
@@ -57,8 +68,9 @@ pub async fn read_kubernetes_secret(
     dockerconfigjson(source, value.0)
 }
 
-/// The document, if it is a `.dockerconfigjson` (a JSON object); the failure names
-/// where it came from, never what it holds.
+/// The document, if it is a `.dockerconfigjson` (a JSON object with an `auths` object:
+/// not any JSON a broad grant happens to reach); the failure names where it came from,
+/// never what it holds.
 pub fn dockerconfigjson(
     source: SecretSource<'_>,
     bytes: Vec<u8>,
@@ -66,12 +78,12 @@ pub fn dockerconfigjson(
     let invalid = || {
         ActivityFailure::permanent(
             "InvalidPullSecret",
-            format!("the {source} does not hold a .dockerconfigjson document (a JSON object)"),
+            format!("the {source} does not hold a .dockerconfigjson document (a JSON object with \"auths\")"),
         )
     };
     let text = String::from_utf8(bytes).map_err(|_| invalid())?;
     match serde_json::from_str::<serde_json::Value>(&text) {
-        Ok(document) if document.is_object() => Ok(text),
+        Ok(document) if document.get("auths").is_some_and(|auths| auths.is_object()) => Ok(text),
         _ => Err(invalid()),
     }
 }

@@ -20,6 +20,9 @@ pub enum ErrorCode {
     Forbidden,
     Unavailable,
     Internal,
+    /// A code this client does not know (a newer server's): read, never sent.
+    #[serde(other)]
+    Unknown,
 }
 
 impl ErrorCode {
@@ -34,6 +37,7 @@ impl ErrorCode {
             Self::Forbidden => "forbidden",
             Self::Unavailable => "unavailable",
             Self::Internal => "internal",
+            Self::Unknown => "unknown",
         }
     }
 }
@@ -98,5 +102,18 @@ pub fn parse_body(
     match value {
         Value::Object(map) => Ok(map),
         _ => Err(ApiError::invalid("the body must be a JSON object")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_code_from_a_newer_server_still_reads() {
+        let known: ErrorCode = serde_json::from_value(json!("forbidden")).unwrap();
+        assert_eq!(known, ErrorCode::Forbidden);
+        let newer: ErrorCode = serde_json::from_value(json!("rate_limited")).unwrap();
+        assert_eq!(newer, ErrorCode::Unknown);
     }
 }

@@ -551,6 +551,13 @@ impl ConfigArgs {
         let stream_limits = self.stream_limits_layered(&file);
         let admission = self.admission_layered(&file);
         let secret_refs = self.secret_refs_layered(&file)?;
+        let overlapping = secret_refs.overlapping(&admission.namespaces);
+        if !overlapping.is_empty() {
+            bail!(
+                "--allow-secret-ref grants a namespace of hosted clusters: {}",
+                overlapping.join("; ")
+            );
+        }
         let nats = self.client.nats_layered(&file)?;
         let prefix = self.client.prefix_layered(&file);
         let Some(database_url) = self

@@ -73,7 +73,7 @@ async fn no_plaintext_secret_reaches_tables_streams_or_logs() {
     .await;
     let arn = aws_sdk_secretsmanager::Client::new(&stack.moto.sdk)
         .create_secret()
-        .name(format!("{prefix}-pull"))
+        .name(format!("{prefix}/pull"))
         .secret_string(dockerconfig(&sm_canary))
         .send()
         .await
@@ -84,7 +84,7 @@ async fn no_plaintext_secret_reaches_tables_streams_or_logs() {
     let (arn_prefix, _) = arn.rsplit_once(':').unwrap();
     env.push((
         "HCPFLOW_ALLOW_SECRET_REFS".into(),
-        format!("default=kubernetes:{refs_namespace},default={arn_prefix}:{prefix}-*"),
+        format!("default=kubernetes:{refs_namespace},default={arn_prefix}:{prefix}/*"),
     ));
 
     // Everything published under the prefix, from before the server starts.
@@ -314,6 +314,63 @@ async fn no_plaintext_secret_reaches_tables_streams_or_logs() {
         messages.len()
     );
     let _ = std::fs::remove_file(&log);
+}
+
+/// The grant is checked again where the value is read: an activity worker whose grants
+/// are narrower than the API's refuses the reference the API admitted, and the create
+/// fails (and is rolled back) without the value ever being read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reference_is_checked_again_where_it_is_read() {
+    use crate::histories::history;
+
+    let Some(stack) = cluster_stack("a_reference_is_checked_again_where_it_is_read").await else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("narrow");
+    let pre = prerequisites(&stack.moto, &prefix.to_lowercase()).await;
+    let namespace = cluster_name("pulln");
+    put_kubernetes_secret(&stack.kube, &namespace, "team-pull", r#"{"auths": {}}"#).await;
+    let with_grants = |grants: &str| {
+        let mut env = stack.env.clone();
+        env.push(("HCPFLOW_ALLOW_SECRET_REFS".into(), grants.to_owned()));
+        env
+    };
+    let api = Server::start_worker(
+        with_grants(&format!("default=kubernetes:{namespace}")),
+        &prefix,
+        "api,workflow,relay,timer",
+        &[],
+    )
+    .await;
+    let _narrower = Server::start_worker(
+        with_grants("default=kubernetes:somewhere-else"),
+        &prefix,
+        "activity",
+        &[],
+    )
+    .await;
+    let name = cluster_name("narrow");
+    let mut input = create_input(&name, &pre, 1);
+    input.as_object_mut().unwrap().remove("pull_secret");
+    input["pull_secret_ref"] = json!({"kubernetes": {"namespace": namespace, "name": "team-pull"}});
+    let create = format!("{prefix}-create");
+    let started = api
+        .start_workflow("create_hosted_cluster", &create, input)
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    let ended = api.wait_terminal(&create, Duration::from_secs(300)).await;
+    let events = history(&api, &create).await;
+    assert_ne!(ended, "completed", "{events:?}");
+    let refused = events
+        .iter()
+        .find(|e| {
+            e["type"] == "ActivityFailed" && e["data"]["failure"]["kind"] == "SecretRefForbidden"
+        })
+        .unwrap_or_else(|| panic!("no SecretRefForbidden failure: {events:?}"));
+    assert!(refused["data"]["retry_at"].is_null(), "{refused}");
+    let message = refused["data"]["failure"]["message"].as_str().unwrap();
+    assert!(message.contains("kubernetes:somewhere-else"), "{message}");
 }
 
 /// A `kubernetes.io/dockerconfigjson` Secret in a namespace of its own, as a platform

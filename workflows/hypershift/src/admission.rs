@@ -131,7 +131,7 @@ pub(crate) fn matches(pattern: &str, value: &str) -> bool {
     }
 }
 
-fn reserved_namespace(namespace: &str) -> bool {
+pub(crate) fn reserved_namespace(namespace: &str) -> bool {
     RESERVED_NAMESPACES.contains(&namespace)
         || RESERVED_NAMESPACE_PREFIXES
             .iter()

@@ -138,10 +138,11 @@ pub struct CreateClusterInput<S> {
     #[serde(default)]
     pub management: Option<Management>,
     pub release_image: String,
-    /// The `.dockerconfigjson` inline (dev stacks), or
+    /// The `.dockerconfigjson` inline (dev stacks). Exactly one of `pull_secret` and
+    /// `pull_secret_ref` is given.
     #[serde(default = "Option::default", skip_serializing_if = "Option::is_none")]
     pub pull_secret: Option<S>,
-    /// where the server reads it (production): exactly one of the two is given.
+    /// Where the server reads the `.dockerconfigjson` (production).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pull_secret_ref: Option<PullSecretRef>,
     pub ssh_public_key: String,

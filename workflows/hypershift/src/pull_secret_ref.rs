@@ -11,7 +11,7 @@ use hcpflow_engine::TenantId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::admission::matches;
+use crate::admission::{matches, reserved_namespace};
 use crate::create::TYPE as CREATE;
 use crate::input::{is_dns_label, is_dns_subdomain};
 
@@ -133,7 +133,7 @@ impl<'a> SecretsManagerArn<'a> {
         match parts[..] {
             ["arn", partition, "secretsmanager", region, account, "secret", name]
                 if !partition.is_empty()
-                    && !region.is_empty()
+                    && is_region(region)
                     && account.len() == 12
                     && account.bytes().all(|b| b.is_ascii_digit())
                     && !name.is_empty() =>
@@ -149,6 +149,19 @@ impl<'a> SecretsManagerArn<'a> {
             )),
         }
     }
+}
+
+/// `us-east-1`, `eu-central-2`, `us-gov-west-1`: lowercase words, then a number. A typo
+/// here would otherwise be a DNS failure retried until the policy gives up.
+fn is_region(region: &str) -> bool {
+    let mut words: Vec<&str> = region.split('-').collect();
+    let number = words.pop().unwrap_or_default();
+    words.len() >= 2
+        && words
+            .iter()
+            .all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase()))
+        && !number.is_empty()
+        && number.bytes().all(|b| b.is_ascii_digit())
 }
 
 fn is_secret_key(key: &str) -> bool {
@@ -179,7 +192,7 @@ impl FromStr for SecretRefGrant {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let usage = "a secret-reference grant is TENANT=kubernetes:NAMESPACE or TENANT=arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME (a trailing * allows a prefix)";
+        let usage = "a secret-reference grant is TENANT=kubernetes:NAMESPACE or TENANT=arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME (a trailing /* allows a path)";
         let (tenant, source) = text
             .split_once('=')
             .ok_or_else(|| format!("{text:?}: {usage}"))?;
@@ -196,8 +209,20 @@ impl FromStr for SecretRefGrant {
                     "{text:?}: {namespace:?} is not a namespace; {usage}"
                 ));
             }
+            if reserved_namespace(namespace) {
+                return Err(format!(
+                    "{text:?}: {namespace:?} belongs to the management cluster itself; keep pull secrets in a namespace of their own"
+                ));
+            }
             AllowedSource::KubernetesNamespace(namespace.to_owned())
         } else if source.starts_with("arn:") {
+            // A prefix is a path (`team-a/*`): AWS appends a random `-XXXXXX` to every
+            // secret's name, so `team-a*` would also match `team-ab…` and `team-aX…`.
+            if source.ends_with('*') && !source.ends_with("/*") {
+                return Err(format!(
+                    "{text:?}: a Secrets Manager prefix ends in \"/*\" (a path of secret names, such as secret:team-a/*)"
+                ));
+            }
             SecretsManagerArn::parse(source.trim_end_matches('*'))
                 .map_err(|problem| format!("{text:?}: {problem}"))?;
             AllowedSource::SecretsManagerArn(source.to_owned())
@@ -270,6 +295,32 @@ impl SecretRefPolicy {
         }
     }
 
+    /// Grants that would let a tenant read Secrets hcpflow itself writes: a namespace
+    /// HostedClusters may go into (where every cluster's `<name>-pull-secret` lives), or a
+    /// control-plane namespace (`<that namespace>-<cluster>`). The server refuses to start
+    /// with one.
+    pub fn overlapping(&self, hosted_cluster_namespaces: &[String]) -> Vec<String> {
+        self.grants
+            .iter()
+            .filter_map(|grant| match &grant.source {
+                AllowedSource::KubernetesNamespace(namespace) => Some((grant, namespace)),
+                AllowedSource::SecretsManagerArn(_) => None,
+            })
+            .filter(|(_, namespace)| {
+                hosted_cluster_namespaces.iter().any(|allowed| {
+                    matches(allowed, namespace)
+                        || namespace.starts_with(&format!("{}-", allowed.trim_end_matches('*')))
+                })
+            })
+            .map(|(grant, namespace)| {
+                format!(
+                    "{}=kubernetes:{namespace}: HostedClusters or their control planes may live there, so it would grant other clusters' pull secrets",
+                    grant.tenant
+                )
+            })
+            .collect()
+    }
+
     /// Intake's check of a start's input: a create's `pull_secret_ref` must be one the
     /// tenant is granted. Other types, and inline pull secrets, pass.
     pub fn check(&self, tenant: &str, workflow_type: &str, input: &Value) -> Vec<String> {
@@ -279,9 +330,9 @@ impl SecretRefPolicy {
         let Some(reference) = input.get("pull_secret_ref").filter(|v| !v.is_null()) else {
             return Vec::new();
         };
-        // The input's own validation has named any shape problem already.
+        // The input's own validation runs first; fail closed all the same.
         let Ok(reference) = serde_json::from_value::<PullSecretRef>(reference.clone()) else {
-            return Vec::new();
+            return vec!["pull_secret_ref: not a reference this server can read".into()];
         };
         match self.permits(tenant, &reference) {
             Ok(()) => Vec::new(),
@@ -318,6 +369,10 @@ mod tests {
             json!({"kubernetes": {"namespace": "Not_A_Namespace", "name": "a", "key": "a/b"}}),
         );
         assert_eq!(bad.problems("p").len(), 2, "{:?}", bad.problems("p"));
+        let typo = reference(
+            json!({"aws_secrets_manager": {"arn": "arn:aws:secretsmanager:useast1:123456789012:secret:x"}}),
+        );
+        assert!(!typo.problems("p").is_empty());
         let bad_arn = reference(json!({"aws_secrets_manager": {"arn": "arn:aws:s3:::bucket"}}));
         assert!(bad_arn.problems("p")[0].contains("not a Secrets Manager secret ARN"));
     }
@@ -367,9 +422,33 @@ mod tests {
             "Not A Tenant=kubernetes:x",
             "default=kubernetes:Bad_NS",
             "default=arn:aws:s3:::bucket",
+            "default=arn:aws:secretsmanager:us-east-1:123456789012:secret:team-a*",
+            "default=arn:aws:secretsmanager:us-east-1x:123456789012:secret:team-a/*",
+            "default=kubernetes:kube-system",
+            "default=kubernetes:openshift-config",
         ] {
             let error = bad.parse::<SecretRefGrant>().unwrap_err();
             assert!(error.contains(bad), "{error}");
         }
+    }
+
+    #[test]
+    fn a_grant_may_not_reach_where_hosted_clusters_keep_their_secrets() {
+        let policy = SecretRefPolicy::new(vec![
+            "a=kubernetes:clusters".parse().unwrap(),
+            "a=kubernetes:clusters-demo".parse().unwrap(),
+            "a=kubernetes:ns-x".parse().unwrap(),
+            "a=kubernetes:pull-secrets".parse().unwrap(),
+        ]);
+        let refused = policy.overlapping(&["clusters".into(), "ns-*".into()]);
+        assert_eq!(refused.len(), 3, "{refused:?}");
+        assert!(!refused.join(" ").contains("pull-secrets"));
+    }
+
+    #[test]
+    fn an_unreadable_reference_is_refused_at_intake() {
+        let policy = SecretRefPolicy::default();
+        let input = json!({"pull_secret_ref": {"vault": "x"}});
+        assert!(!policy.check("a", CREATE, &input).is_empty());
     }
 }

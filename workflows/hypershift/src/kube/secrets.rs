@@ -26,10 +26,10 @@ pub struct ApplySecrets {
     pub cluster: String,
     pub namespace: String,
     /// The `.dockerconfigjson` document, sealed for the create workflow's input
-    /// ([`PULL_SECRET_POINTER`]), or
+    /// ([`PULL_SECRET_POINTER`]). Exactly one of `pull_secret` and `pull_secret_ref`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pull_secret: Option<Sealed<String>>,
-    /// where the activity reads it (never recorded: only the reference is).
+    /// Where the activity reads the document (only the reference is recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pull_secret_ref: Option<PullSecretRef>,
     pub ssh_public_key: String,
