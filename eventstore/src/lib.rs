@@ -31,6 +31,7 @@ pub mod published;
 pub mod record;
 pub mod registry;
 pub mod retention;
+pub mod seal_keys;
 mod store;
 pub mod timers;
 

@@ -22,6 +22,7 @@ const APPLICATION_GRANTS: &[&str] = &[
     "GRANT SELECT, INSERT, UPDATE ON cluster_registry TO {role}",
     "REVOKE ALL ON audit_checkpoints FROM {role}",
     "GRANT SELECT, INSERT ON audit_checkpoints TO {role}",
+    "GRANT SELECT, INSERT ON seal_key_checks TO {role}",
     "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}",
 ];
 

@@ -45,6 +45,25 @@ pub enum Command {
     /// NATS deployment: `permissions` prints the accounts configuration of every role.
     #[command(subcommand)]
     Nats(NatsCommand),
+    /// Seal keys: `status` says which key ids live workflows still need.
+    #[command(subcommand)]
+    Seal(SealCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SealCommand {
+    /// Every seal key id configured here, recorded by a server, or held by a live
+    /// workflow's sealed values; fails if a live workflow needs a key this configuration
+    /// lacks, or if a configured key is not the one its id sealed with.
+    Status(SealStatusArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SealStatusArgs {
+    #[command(flatten)]
+    pub output: crate::cli::cluster::OutputArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -170,6 +189,9 @@ impl Cli {
             Command::Workflow(args) => args.command.run(&args.client.api().await?).await,
             Command::Audit(args) => args.command.run(&args.client).await,
             Command::Nats(NatsCommand::Permissions(args)) => permissions(&args),
+            Command::Seal(SealCommand::Status(args)) => {
+                crate::cli::seal::status(&args.config.resolve()?, args.output.output).await
+            }
             Command::Bench(args) => {
                 let (nats, prefix) = args.config.client.nats()?;
                 let database_url = args.config.database_url()?;

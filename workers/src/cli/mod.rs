@@ -1,7 +1,8 @@
 //! The `hcpflow` command: its [`commands`] and [`config`]uration, and the commands that
 //! are clients of the NATS API — [`cluster`] (with [`cluster_spec`]), [`workflow`],
 //! [`audit`] (on `hcpflow-audit`), [`bench`] — with live [`progress`] ([`follow`]) and
-//! the audit [`timeline`]; [`migrate`] sets up the database and the streams.
+//! the audit [`timeline`]; [`migrate`] sets up the database and the streams; [`seal`]
+//! reports which seal keys live workflows still need.
 
 pub mod audit;
 pub mod bench;
@@ -13,5 +14,6 @@ pub mod follow;
 pub mod migrate;
 pub mod nats_permissions;
 pub mod progress;
+pub mod seal;
 pub mod timeline;
 pub mod workflow;

@@ -36,6 +36,7 @@ use crate::runtime::eager::EagerDispatch;
 use crate::runtime::journal::Journal;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::nats::{self, durable_consumer};
+use crate::runtime::seal_key_check::check_seal_keys;
 use hcpflow_protocol::subjects::{StreamRole, Subjects};
 
 /// What a process does. `hcpflow server` runs them all.
@@ -206,6 +207,11 @@ impl Process {
             Some(key) => Some(Arc::new(keyring(key, config.input_digest_key.as_ref())?)),
             None => None,
         };
+        if let Some(keyring) = &keyring {
+            check_seal_keys(&store, keyring)
+                .await
+                .context("HCPFLOW_SEAL_KEY")?;
+        }
         let audit_key = match &config.audit_signing_key {
             Some(key) => Some(Arc::new(
                 AuditSigningKey::from_text(key.expose()).context("HCPFLOW_AUDIT_SIGNING_KEY")?,

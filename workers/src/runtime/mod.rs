@@ -4,7 +4,8 @@
 //! transaction ([`step`]), the decoded histories a process keeps ([`history_cache`]),
 //! running an activity here at once when this process can ([`eager`]), NATS streams,
 //! consumers and deliveries ([`nats`]), what a failed task's message becomes
-//! ([`task_error`]: ack, retry later or block), metrics, and the TLS provider.
+//! ([`task_error`]: ack, retry later or block), the seal keys' start-up check
+//! ([`seal_key_check`]), metrics, and the TLS provider.
 //!
 //! What it guarantees: every append commits its outgoing messages with it (the outbox)
 //! and publishes them after the commit; a conflicting append is detected, never
@@ -19,6 +20,7 @@ pub mod metrics;
 pub mod nats;
 pub mod outgoing;
 pub mod publish;
+pub mod seal_key_check;
 pub mod step;
 pub mod task_error;
 pub mod tls;

@@ -147,6 +147,46 @@ async fn a_create_completes_across_a_seal_key_rotation_between_two_processes() {
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    // `seal status` names the key the live create needs and the old configuration lacks,
+    // and passes with both keys.
+    let lacking = seal_status(&keyed(&stack.env, &old, Some(&digest))).await;
+    let (stdout, stderr) = crate::support::output_text(&lacking);
+    assert!(!lacking.status.success(), "{stdout}");
+    assert!(stderr.contains("k2"), "{stderr}");
+    let keys: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let k2 = keys
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["key_id"] == "k2")
+        .unwrap();
+    assert_eq!(k2["here"], "missing", "{keys}");
+    assert!(k2["live_workflows"].as_i64().unwrap() >= 1, "{keys}");
+    // With both keys — and the stack's own, which other tests' live workflows use.
+    let stack_key = crate::support::env_value(&stack.env, "HCPFLOW_SEAL_KEY");
+    let complete = seal_status(&keyed(
+        &stack.env,
+        &format!("{both},{stack_key}"),
+        Some(&digest),
+    ))
+    .await;
+    let (stdout, stderr) = crate::support::output_text(&complete);
+    assert!(complete.status.success(), "{stdout}{stderr}");
+    let keys: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    for (id, here) in [("k2", "active"), ("k1", "configured")] {
+        let key = keys
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["key_id"] == id)
+            .unwrap();
+        assert_eq!(
+            (key["here"].as_str(), key["check"].as_str()),
+            (Some(here), Some("ok")),
+            "{keys}"
+        );
+    }
+
     drop(behind);
     let _caught_up = Server::start_worker(
         keyed(&stack.env, &both, Some(&digest)),
@@ -169,4 +209,65 @@ async fn a_create_completes_across_a_seal_key_rotation_between_two_processes() {
         api.wait_terminal(&destroy, Duration::from_secs(300)).await,
         "completed"
     );
+}
+
+/// `hcpflow seal status -o json` with this environment's database and keys.
+async fn seal_status(env: &[(String, String)]) -> std::process::Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_hcpflow"))
+        .args(["seal", "status", "-o", "json"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(
+            env.iter()
+                .filter(|(k, _)| k.starts_with("HCPFLOW_"))
+                .cloned(),
+        )
+        .output()
+        .await
+        .unwrap()
+}
+
+/// A key pasted wrong under an id a server already used stops the process at start,
+/// naming the id, before it seals or fails to open anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_key_under_a_known_id_stops_the_server_at_start() {
+    let Some(env) = stack("a_wrong_key_under_a_known_id_stops_the_server_at_start") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("wrongkey");
+    // A server with the right k1 records (or finds) k1's check value.
+    drop(
+        Server::start(
+            keyed(&env, &format!("k1:{}", key(1)), Some(&key(3))),
+            &prefix,
+            &[],
+        )
+        .await,
+    );
+
+    let wrong = keyed(&env, &format!("k1:{}", key(9)), Some(&key(3)));
+    let started = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_hcpflow"))
+            .args(["server", "--prefix", &prefix])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(wrong.iter().cloned())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the server stops at start instead of running")
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&started.stderr);
+    assert!(!started.status.success());
+    assert!(
+        stderr.contains("seal key \"k1\"") && stderr.contains("not the key"),
+        "{stderr}"
+    );
+    let status = seal_status(&wrong).await;
+    assert!(!status.status.success());
+    let (stdout, _) = crate::support::output_text(&status);
+    assert!(stdout.contains("wrong key"), "{stdout}");
 }

@@ -271,13 +271,42 @@ impl Keyring {
         &self.keys[0].id
     }
 
+    /// Every configured key id, the active one first.
+    pub fn key_ids(&self) -> impl Iterator<Item = &str> {
+        self.keys.iter().map(|key| key.id.as_str())
+    }
+
     /// Seals `value` for `binding` with the active key and a fresh random nonce.
     pub fn seal<T: Serialize>(
         &self,
         value: &T,
         binding: &Binding<'_>,
     ) -> Result<Sealed<T>, SealError> {
-        let key = &self.keys[0];
+        self.seal_with(&self.keys[0], value, binding)
+    }
+
+    /// Seals with the key `key_id` names, active or not: the start-up check seals a
+    /// known value with each key.
+    pub fn seal_with_key<T: Serialize>(
+        &self,
+        key_id: &str,
+        value: &T,
+        binding: &Binding<'_>,
+    ) -> Result<Sealed<T>, SealError> {
+        let key = self
+            .keys
+            .iter()
+            .find(|key| key.id == key_id)
+            .ok_or_else(|| SealError::UnknownKey(key_id.to_owned()))?;
+        self.seal_with(key, value, binding)
+    }
+
+    fn seal_with<T: Serialize>(
+        &self,
+        key: &SealKey,
+        value: &T,
+        binding: &Binding<'_>,
+    ) -> Result<Sealed<T>, SealError> {
         let plaintext = canonical::to_vec_of(value).map_err(|e| SealError::Type(e.to_string()))?;
         let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
         let ciphertext = key
