@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use hcpflow_engine::{Activity, ActivityFailure, Keyring};
+use hcpflow_engine::{Activity, ActivityFailure, SealKeys};
 use hcpflow_hypershift::aws::dns::*;
 use hcpflow_hypershift::aws::guest::*;
 use hcpflow_hypershift::aws::iam::*;
@@ -27,7 +27,7 @@ use crate::{
 #[derive(Debug, Clone)]
 pub struct AwsActivities {
     pub clients: AwsClients,
-    pub keyring: Option<Arc<Keyring>>,
+    pub keyring: Option<Arc<SealKeys>>,
 }
 
 /// `activities! { Request => |this, scope, request| future; ... }` (`this`: the
@@ -110,12 +110,16 @@ impl AwsActivities {
     /// RSA key generation takes tens to hundreds of milliseconds of CPU: it runs on a
     /// blocking thread, not on the async workers every other task shares.
     async fn generate_signing_key(&self, scope: &Scope<'_>) -> Result<SigningKey, ActivityFailure> {
-        let keyring = self.keyring.clone().ok_or_else(|| {
-            ActivityFailure::permanent(
+        let keyring = self
+            .keyring
+            .as_ref()
+            .map(|keys| keys.current())
+            .ok_or_else(|| {
+                ActivityFailure::permanent(
                 "NoSealKey",
                 "generating the service-account signing key needs a seal key: set HCPFLOW_SEAL_KEY",
             )
-        })?;
+            })?;
         let workflow_id = scope.workflow_id.clone();
         tokio::task::spawn_blocking(move || {
             oidc::signing_key::generate_signing_key(&keyring, &workflow_id)

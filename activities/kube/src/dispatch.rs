@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hcpflow_engine::{Activity, ActivityFailure, Keyring, Ledger, WorkflowId};
+use hcpflow_engine::{Activity, ActivityFailure, Keyring, Ledger, SealKeys, WorkflowId};
 use hcpflow_hypershift::kube::hosted_cluster::*;
 use hcpflow_hypershift::kube::leftovers::*;
 use hcpflow_hypershift::kube::namespace::*;
@@ -39,7 +39,7 @@ impl Default for Timing {
 #[derive(Clone)]
 pub struct KubeActivities {
     pub client: kube::Client,
-    pub keyring: Option<Arc<Keyring>>,
+    pub keyring: Option<Arc<SealKeys>>,
     /// Reads pull secrets given by reference; `None`: references are refused.
     pub secret_refs: Option<Arc<dyn SecretRefResolver>>,
     pub timing: Timing,
@@ -57,7 +57,7 @@ impl fmt::Debug for KubeActivities {
 }
 
 impl KubeActivities {
-    pub fn new(client: kube::Client, keyring: Option<Arc<Keyring>>) -> Self {
+    pub fn new(client: kube::Client, keyring: Option<Arc<SealKeys>>) -> Self {
         Self {
             client,
             keyring,
@@ -82,13 +82,17 @@ impl KubeActivities {
         })
     }
 
-    pub(crate) fn keyring(&self) -> Result<&Keyring, ActivityFailure> {
-        self.keyring.as_deref().ok_or_else(|| {
-            ActivityFailure::permanent(
-                "NoSealKey",
-                "writing the cluster's Secrets needs the seal key: set HCPFLOW_SEAL_KEY",
-            )
-        })
+    /// The keyring in force, for one activity's whole run.
+    pub(crate) fn keyring(&self) -> Result<Arc<Keyring>, ActivityFailure> {
+        self.keyring
+            .as_ref()
+            .map(|keys| keys.current())
+            .ok_or_else(|| {
+                ActivityFailure::permanent(
+                    "NoSealKey",
+                    "writing the cluster's Secrets needs the seal key: set HCPFLOW_SEAL_KEY",
+                )
+            })
     }
 }
 

@@ -107,7 +107,7 @@ pub async fn apply_secrets(
     let keyring = kube.keyring()?;
     let pull_secret = match (&request.pull_secret, &request.pull_secret_ref) {
         (Some(sealed), None) => unseal(
-            keyring,
+            &keyring,
             sealed,
             &Binding::new(owner, &input_purpose(PULL_SECRET_POINTER)),
             "pull secret",
@@ -166,7 +166,7 @@ pub async fn apply_secrets(
             BTreeMap::from([(
                 "key".to_owned(),
                 operator_signing_key(&unseal(
-                    keyring,
+                    &keyring,
                     &request.signing_key,
                     &Binding::new(owner, SIGNING_KEY_PURPOSE),
                     "service-account signing key",

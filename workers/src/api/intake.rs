@@ -9,8 +9,8 @@ use std::sync::Arc;
 use chrono::SubsecRound;
 use hcpflow_engine::event::{HistoryEvent, WorkflowStarted};
 use hcpflow_engine::{
-    canonical, input_purpose, run_workflow_task, Binding, Event, Keyring, OsEntropy, Sealed, Seq,
-    TenantId, Timestamp, WorkflowId, WorkflowStatus,
+    canonical, input_purpose, run_workflow_task, Binding, Event, Keyring, OsEntropy, SealKeys,
+    Sealed, Seq, TenantId, Timestamp, WorkflowId, WorkflowStatus,
 };
 use hcpflow_eventstore::NewWorkflow;
 use rand::RngCore;
@@ -29,7 +29,8 @@ use hcpflow_protocol::{ApiError, ErrorCode, StartRequest, StartStatus};
 pub struct Intake {
     pub journal: Arc<Journal>,
     pub catalog: Arc<Catalog>,
-    pub keyring: Option<Arc<Keyring>>,
+    /// The seal keys in force (reloaded when their files change).
+    pub keyring: Option<Arc<SealKeys>>,
     /// What this server lets a start ask of the management cluster.
     pub admission: AdmissionPolicy,
     /// Which pull secret references each tenant may name.
@@ -120,11 +121,13 @@ impl Intake {
         if let (true, Some(name)) = (info.acts_on_cluster_name, &concurrency_key) {
             self.check_cluster_is_the_tenants(&tenant, name).await?;
         }
-        let digest = self.digest(&request.workflow_type, &request.input);
+        // One keyring for the digest and the seal, even if the keys reload meanwhile.
+        let keyring = self.keyring.as_ref().map(|keys| keys.current());
+        let digest = digest(keyring.as_deref(), &request.workflow_type, &request.input);
         let input = seal_fields(
             request.input,
             &info.secret_pointers,
-            self.keyring.as_deref(),
+            keyring.as_deref(),
             &id,
         )?;
 
@@ -256,16 +259,6 @@ impl Intake {
         write
     }
 
-    /// Digest of type and plaintext input, keyed when a seal key is configured so a
-    /// digest of a secret-bearing input reveals nothing.
-    fn digest(&self, workflow_type: &str, input: &Value) -> String {
-        let bytes = canonical::to_vec(&json!({"workflow_type": workflow_type, "input": input}));
-        match &self.keyring {
-            Some(keyring) => keyring.keyed_digest(&bytes),
-            None => hex::encode(Sha256::digest(&bytes)),
-        }
-    }
-
     /// A start that says it is a child must be the one its parent's history started
     /// (`ChildStarted` at that seq, with this id, type and input); a start that does not
     /// say so may not take an id a parent's history reserved for its child. Clients can
@@ -393,6 +386,16 @@ fn has_sealed_secret(input: &Value, pointers: &[String]) -> bool {
             .and_then(Value::as_str)
             .is_some_and(Sealed::<String>::looks_sealed)
     })
+}
+
+/// Digest of type and plaintext input, keyed when a seal key is configured so a digest of
+/// a secret-bearing input reveals nothing.
+fn digest(keyring: Option<&Keyring>, workflow_type: &str, input: &Value) -> String {
+    let bytes = canonical::to_vec(&json!({"workflow_type": workflow_type, "input": input}));
+    match keyring {
+        Some(keyring) => keyring.keyed_digest(&bytes),
+        None => hex::encode(Sha256::digest(&bytes)),
+    }
 }
 
 /// Replaces the string at each JSON pointer with its wire form sealed for workflow `id`

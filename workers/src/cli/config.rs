@@ -27,6 +27,10 @@ pub struct Config {
     /// `HCPFLOW_INPUT_DIGEST_KEY`: keys the digests of start inputs, apart from the seal
     /// keys so that rotating those keeps resubmissions idempotent.
     pub input_digest_key: Option<Secret>,
+    /// Where the seal keys (and the digest key, if from a file) were read: looked at
+    /// every `key_reload_every`, and the keys replaced when they change.
+    pub key_files: crate::runtime::key_reload::KeyFiles,
+    pub key_reload_every: std::time::Duration,
     /// `HCPFLOW_AUDIT_SIGNING_KEY`: signs histories' checkpoints (Ed25519 seed).
     pub audit_signing_key: Option<Secret>,
     /// How often a running workflow's head is signed while it moves.
@@ -86,6 +90,7 @@ pub struct ConfigFile {
     pub input_digest_key: Option<Secret>,
     pub audit_signing_key: Option<Secret>,
     pub checkpoint_every_secs: Option<u64>,
+    pub key_reload_secs: Option<u64>,
     pub max_body_bytes: Option<usize>,
     pub max_signal_bytes: Option<usize>,
     pub submit_retry_secs: Option<u64>,
@@ -137,10 +142,13 @@ pub struct ConfigArgs {
     #[arg(long, env = "HCPFLOW_AUDIT_SIGNING_KEY", hide_env_values = true)]
     pub audit_signing_key: Option<String>,
     /// `--seal-key` read from this file (kept out of the environment and the process
-    /// list), read at start.
+    /// list), read at start and again whenever it changes.
     #[arg(long, env = "HCPFLOW_SEAL_KEY_FILE")]
     pub seal_key_file: Option<PathBuf>,
-    /// `--input-digest-key` read from this file.
+    /// How often the key files are looked at for a change (seconds).
+    #[arg(long, env = "HCPFLOW_KEY_RELOAD_SECS")]
+    pub key_reload_secs: Option<u64>,
+    /// `--input-digest-key` read from this file (reloaded with the seal keys).
     #[arg(long, env = "HCPFLOW_INPUT_DIGEST_KEY_FILE")]
     pub input_digest_key_file: Option<PathBuf>,
     /// `--audit-signing-key` read from this file.
@@ -399,6 +407,9 @@ impl Config {
             "input_digest_key": secret(&self.input_digest_key),
             "audit_signing_key": secret(&self.audit_signing_key),
             "checkpoint_every_secs": self.checkpoint_every.as_secs(),
+            "seal_key_file": self.key_files.seal,
+            "input_digest_key_file": self.key_files.input_digest,
+            "key_reload_secs": self.key_reload_every.as_secs(),
             "max_body_bytes": self.max_body_bytes,
             "max_signal_bytes": self.max_signal_bytes,
             "submit_retry_secs": self.submit_retry_for.as_secs(),
@@ -441,6 +452,7 @@ pub const DEFAULT_MAX_SIGNAL_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_SUBMIT_RETRY_SECS: u64 = 3600;
 pub const DEFAULT_AWS_REGION: &str = "us-east-1";
 pub const DEFAULT_CHECKPOINT_EVERY_SECS: u64 = 60;
+pub const DEFAULT_KEY_RELOAD_SECS: u64 = 30;
 
 impl ConfigArgs {
     /// The database URL, layered; `None` when neither flag, environment nor file gives
@@ -594,6 +606,16 @@ impl ConfigArgs {
                 &self.input_digest_key_file,
                 file.input_digest_key,
             )?,
+            key_files: crate::runtime::key_reload::KeyFiles {
+                seal: self.seal_key_file.clone(),
+                input_digest: self.input_digest_key_file.clone(),
+            },
+            key_reload_every: std::time::Duration::from_secs(
+                self.key_reload_secs
+                    .or(file.key_reload_secs)
+                    .unwrap_or(DEFAULT_KEY_RELOAD_SECS)
+                    .max(1),
+            ),
             // Empty means unset (`HCPFLOW_AUDIT_SIGNING_KEY=` turns signing off).
             audit_signing_key: key_layered(
                 "HCPFLOW_AUDIT_SIGNING_KEY",

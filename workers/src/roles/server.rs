@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use async_nats::jetstream;
 use hcpflow_aws::{AwsActivities, AwsClients};
-use hcpflow_engine::{AuditSigningKey, Keyring};
+use hcpflow_engine::{AuditSigningKey, SealKeys};
 use hcpflow_eventstore::EventStore;
 use hcpflow_kube::{KubeActivities, KubeSettings};
 use tokio::sync::{watch, Semaphore};
@@ -34,6 +34,7 @@ use crate::roles::timer_service::TimerService;
 use crate::roles::workflow_worker::WorkflowWorker;
 use crate::runtime::eager::EagerDispatch;
 use crate::runtime::journal::Journal;
+use crate::runtime::key_reload;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::nats::{self, durable_consumer};
 use crate::runtime::seal_key_check::check_seal_keys;
@@ -97,7 +98,7 @@ impl fmt::Display for Role {
 /// secret references are read for the tenants `secret_refs` grants them.
 async fn connect_kube(
     settings: &KubeSettings,
-    keyring: Option<Arc<Keyring>>,
+    keyring: Option<Arc<SealKeys>>,
     secret_refs: impl FnOnce(kube::Client) -> SecretRefs,
 ) -> anyhow::Result<Option<Arc<KubeActivities>>> {
     match settings.connect().await {
@@ -140,6 +141,19 @@ pub async fn run(
             crate::runtime::metrics::serve(
                 addr,
                 process.journal.metrics.clone(),
+                process.shutdown.clone(),
+            ),
+        );
+    }
+    if let Some(keys) = process.intake.keyring.clone() {
+        running.spawn(
+            "key-reload",
+            key_reload::reload_on_change(
+                keys,
+                process.config.key_files.clone(),
+                process.config.input_digest_key.clone(),
+                process.journal.store.clone(),
+                process.config.key_reload_every,
                 process.shutdown.clone(),
             ),
         );
@@ -204,14 +218,15 @@ impl Process {
             nats::verify_streams(&js, &subjects).await?;
         }
         let keyring = match &config.seal_key {
-            Some(key) => Some(Arc::new(keyring(key, config.input_digest_key.as_ref())?)),
+            Some(key) => {
+                let keyring = key_reload::keyring(key, config.input_digest_key.as_ref())?;
+                check_seal_keys(&store, &keyring)
+                    .await
+                    .context("HCPFLOW_SEAL_KEY")?;
+                Some(Arc::new(SealKeys::new(keyring)))
+            }
             None => None,
         };
-        if let Some(keyring) = &keyring {
-            check_seal_keys(&store, keyring)
-                .await
-                .context("HCPFLOW_SEAL_KEY")?;
-        }
         let audit_key = match &config.audit_signing_key {
             Some(key) => Some(Arc::new(
                 AuditSigningKey::from_text(key.expose()).context("HCPFLOW_AUDIT_SIGNING_KEY")?,
@@ -458,21 +473,4 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
         .unwrap_or_else(|_| "host".to_owned())
-}
-
-/// The seal keys, with the input digest key when one is configured.
-fn keyring(
-    seal_key: &hcpflow_protocol::Secret,
-    digest_key: Option<&hcpflow_protocol::Secret>,
-) -> anyhow::Result<Keyring> {
-    let keyring = Keyring::parse(seal_key.expose()).context("HCPFLOW_SEAL_KEY")?;
-    match digest_key {
-        Some(key) => keyring
-            .with_digest_key(key.expose())
-            .context("HCPFLOW_INPUT_DIGEST_KEY"),
-        None => {
-            tracing::warn!("no HCPFLOW_INPUT_DIGEST_KEY: input digests are keyed by the active seal key, so rotating it turns an identical resubmission of an earlier start into a conflict");
-            Ok(keyring)
-        }
-    }
 }

@@ -5,7 +5,8 @@
 //! running an activity here at once when this process can ([`eager`]), NATS streams,
 //! consumers and deliveries ([`nats`]), what a failed task's message becomes
 //! ([`task_error`]: ack, retry later or block), the seal keys' start-up check
-//! ([`seal_key_check`]), metrics, and the TLS provider.
+//! ([`seal_key_check`]) and their reload when their files change ([`key_reload`]),
+//! metrics, and the TLS provider.
 //!
 //! What it guarantees: every append commits its outgoing messages with it (the outbox)
 //! and publishes them after the commit; a conflicting append is detected, never
@@ -16,6 +17,7 @@ pub mod decide;
 pub mod eager;
 pub mod history_cache;
 pub mod journal;
+pub mod key_reload;
 pub mod metrics;
 pub mod nats;
 pub mod outgoing;

@@ -271,3 +271,71 @@ async fn a_wrong_key_under_a_known_id_stops_the_server_at_start() {
     let (stdout, _) = crate::support::output_text(&status);
     assert!(stdout.contains("wrong key"), "{stdout}");
 }
+
+/// Seal keys from a file are reloaded when the file changes, without a restart; a
+/// changed file that does not parse, or holds wrong bytes under a known id, is refused
+/// and the keys in force stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_seal_key_file_is_put_in_force_without_a_restart() {
+    use crate::cluster_support::{cluster_name, create_input, Prerequisites};
+    use crate::histories::history;
+
+    let Some(env) = stack("a_changed_seal_key_file_is_put_in_force_without_a_restart") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("reload");
+    let dir = std::env::temp_dir().join(format!("hcpflow-{prefix}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("seal-key");
+    std::fs::write(&file, format!("k1:{}\n", key(1))).unwrap();
+    let mut env: Vec<(String, String)> = env
+        .into_iter()
+        .filter(|(k, _)| k != "HCPFLOW_SEAL_KEY" && k != "HCPFLOW_INPUT_DIGEST_KEY")
+        .collect();
+    env.push(("HCPFLOW_SEAL_KEY_FILE".into(), file.display().to_string()));
+    env.push(("HCPFLOW_INPUT_DIGEST_KEY".into(), key(3)));
+    env.push(("HCPFLOW_KEY_RELOAD_SECS".into(), "1".into()));
+    // Only the API: starts are recorded (sealed) and never run.
+    let api = Server::start_worker(env, &prefix, "api", &[]).await;
+    let pre = Prerequisites {
+        bucket: "oidc-reload".into(),
+        base_domain: "reload.example.com".into(),
+        management_vpc: "vpc-0reload".into(),
+        management_subnets: vec!["subnet-0a".into(), "subnet-0b".into(), "subnet-0c".into()],
+    };
+    let sealed_with = || async {
+        let id = format!("{prefix}-{}", unique("start"));
+        let started = api
+            .start_workflow(
+                "create_hosted_cluster",
+                &id,
+                create_input(&cluster_name("reload"), &pre, 1),
+            )
+            .await;
+        assert_eq!(started["ok"], true, "{started}");
+        let events = history(&api, &id).await;
+        let wire = events[0]["data"]["input"]["pull_secret"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        wire.split(':').nth(2).unwrap().to_owned()
+    };
+    assert_eq!(sealed_with().await, "k1");
+
+    std::fs::write(&file, format!("k2:{},k1:{}\n", key(2), key(1))).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while sealed_with().await != "k2" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the new key was never put in force"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    for refused in ["not a key".to_owned(), format!("k1:{}", key(9))] {
+        std::fs::write(&file, refused).unwrap();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(sealed_with().await, "k2", "the keys in force stay");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -52,7 +52,8 @@ pub(crate) async fn stack_keeping(changes: usize) -> Stack {
     };
     let client = settings.connect().await.unwrap();
     let keyring = Arc::new(Keyring::parse(SEAL_KEY).unwrap());
-    let mut activities = KubeActivities::new(client.clone(), Some(keyring.clone()));
+    let seal_keys = hcpflow_engine::SealKeys::new(Keyring::parse(SEAL_KEY).unwrap());
+    let mut activities = KubeActivities::new(client.clone(), Some(Arc::new(seal_keys)));
     activities.timing = Timing {
         poll_interval: Duration::from_millis(25),
         delete_wait: Duration::from_secs(3),

@@ -1,0 +1,130 @@
+//! Seal keys from files, reloaded when the files change: a rotation's steps become a
+//! change of the mounted file (a Kubernetes Secret volume, a secrets agent) instead of a
+//! restart. A changed file is put in force only if it parses and passes the start-up
+//! check ([`check_seal_keys`]); otherwise the keys in force stay and the error is logged.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use hcpflow_engine::{Keyring, SealKeys};
+use hcpflow_eventstore::EventStore;
+use hcpflow_protocol::Secret;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use tokio::sync::watch;
+
+use crate::runtime::seal_key_check::check_seal_keys;
+
+/// The key files a process was given (`None`: that key came some other way and stays).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct KeyFiles {
+    pub seal: Option<PathBuf>,
+    pub input_digest: Option<PathBuf>,
+}
+
+/// The keyring `seal` and `input_digest` make; without a digest key, digests follow
+/// the active seal key (and a rotation turns resubmissions into conflicts: say so).
+pub fn keyring(seal: &Secret, input_digest: Option<&Secret>) -> anyhow::Result<Keyring> {
+    let keyring = Keyring::parse(seal.expose()).context("HCPFLOW_SEAL_KEY")?;
+    match input_digest {
+        Some(key) => keyring
+            .with_digest_key(key.expose())
+            .context("HCPFLOW_INPUT_DIGEST_KEY"),
+        None => {
+            tracing::warn!("no HCPFLOW_INPUT_DIGEST_KEY: input digests are keyed by the active seal key, so rotating it turns an identical resubmission of an earlier start into a conflict");
+            Ok(keyring)
+        }
+    }
+}
+
+/// Watches the files until `shutdown`: every `every`, a change of either file's bytes
+/// loads, checks and (if both pass) puts the new keyring in force. `input_digest` is the
+/// digest key given otherwise than by file (kept as it is).
+pub async fn reload_on_change(
+    keys: Arc<SealKeys>,
+    files: KeyFiles,
+    input_digest: Option<Secret>,
+    store: EventStore,
+    every: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let Some(seal_file) = files.seal.clone() else {
+        return Ok(());
+    };
+    // Only a digest of what was read is kept, never the key bytes.
+    let fingerprint = |files: &KeyFiles| -> std::io::Result<[u8; 32]> {
+        let mut hash = Sha256::new();
+        for path in [files.seal.as_ref(), files.input_digest.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            hash.update(std::fs::read(path)?);
+            hash.update([0]);
+        }
+        Ok(hash.finalize().into())
+    };
+    let mut seen = fingerprint(&files).ok();
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            _ = shutdown.changed() => return Ok(()),
+        }
+        if *shutdown.borrow() {
+            return Ok(());
+        }
+        let now = match fingerprint(&files) {
+            Ok(now) => now,
+            Err(error) => {
+                tracing::warn!(file = %seal_file.display(), %error, "the seal key files cannot be read; the keys in force stay");
+                continue;
+            }
+        };
+        if seen == Some(now) {
+            continue;
+        }
+        // A half-written file fails here and is looked at again once it changes.
+        seen = Some(now);
+        match load(&files, input_digest.as_ref(), &store).await {
+            Ok(keyring) => {
+                let ids: Vec<&str> = keyring.key_ids().collect();
+                tracing::info!(
+                    active = keyring.active_key_id(),
+                    keys = ids.join(","),
+                    "seal keys reloaded"
+                );
+                keys.replace(keyring);
+            }
+            Err(error) => {
+                tracing::error!(
+                    error = format!("{error:#}"),
+                    "the changed seal key files are refused; the keys in force stay"
+                );
+            }
+        }
+    }
+}
+
+async fn load(
+    files: &KeyFiles,
+    input_digest: Option<&Secret>,
+    store: &EventStore,
+) -> anyhow::Result<Keyring> {
+    let read = |path: &PathBuf, name: &str| -> anyhow::Result<Secret> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{name}: reading {}", path.display()))?;
+        Ok(Secret::new(text.trim().to_owned()))
+    };
+    let seal = match &files.seal {
+        Some(path) => read(path, "HCPFLOW_SEAL_KEY_FILE")?,
+        None => anyhow::bail!("no seal key file"),
+    };
+    let digest = match &files.input_digest {
+        Some(path) => Some(read(path, "HCPFLOW_INPUT_DIGEST_KEY_FILE")?),
+        None => input_digest.cloned(),
+    };
+    let keyring = keyring(&seal, digest.as_ref())?;
+    check_seal_keys(store, &keyring).await?;
+    Ok(keyring)
+}
