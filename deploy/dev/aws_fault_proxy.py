@@ -16,7 +16,8 @@ Control API (JSON):
                    (`delay_ms`, then forward).
            times:  how many matching requests it hits; absent or null: until cleared.
   DELETE /_fault/rules?key=K     clears K's rules
-  GET    /_fault/log?key=K       the actions K sent, in order: [{"action", "fault"}]
+  GET    /_fault/log?key=K       the actions K sent, in order: [{"action", "service",
+                                  "fault"}] (service: the signature's, e.g. "ec2", "s3")
   DELETE /_fault/log?key=K       clears K's log
   GET    /_fault/health          {"ok": true}
 
@@ -52,7 +53,7 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", 
 
 lock = threading.Lock()
 rules = {}  # key -> list of rule dicts
-logs = {}   # key -> list of {"action", "fault"}
+logs = {}   # key -> list of {"action", "service", "fault"}
 
 
 def signer(headers):
@@ -75,7 +76,32 @@ ROUTE53_ACTIONS = [
 ]
 
 
-def action_of(method, path, body):
+def s3_action(method, path):
+    """S3 is REST too: the operation of a path-style request (bucket in the path)."""
+    url = urllib.parse.urlsplit(path)
+    query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+    parts = [p for p in url.path.split("/") if p]
+    if not parts:
+        return "ListBuckets" if method == "GET" else None
+    if len(parts) == 1:
+        if method == "POST" and "delete" in query:
+            return "DeleteObjects"
+        if method == "GET" and "location" in query:
+            return "GetBucketLocation"
+        if method == "GET":
+            return "ListObjectsV2" if query.get("list-type") == ["2"] else "ListObjects"
+        return {"HEAD": "HeadBucket", "PUT": "CreateBucket", "DELETE": "DeleteBucket"}.get(method)
+    return {"HEAD": "HeadObject", "GET": "GetObject", "PUT": "PutObject",
+            "DELETE": "DeleteObject"}.get(method)
+
+
+def action_of(method, path, body, service="", target=""):
+    if target:  # JSON protocols (Secrets Manager, STS's JSON form): "Service.Action"
+        return target.rsplit(".", 1)[-1]
+    if service == "s3":
+        action = s3_action(method, path)
+        if action:
+            return action
     query = urllib.parse.urlsplit(path).query
     for source in (query, body.decode("utf-8", "replace") if body else ""):
         values = urllib.parse.parse_qs(source).get("Action")
@@ -191,12 +217,13 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.startswith("/_fault/"):
             return self.control(method, body)
         key, service = signer(self.headers)
-        action = action_of(method, self.path, body)
+        action = action_of(method, self.path, body, service, self.headers.get("X-Amz-Target", ""))
         rule = take_rule(key, action) if key else None
         fault = rule["fault"] if rule else None
         if key:
             with lock:
-                logs.setdefault(key, []).append({"action": action, "fault": fault})
+                logs.setdefault(key, []).append(
+                    {"action": action, "service": service, "fault": fault})
         if fault == "throttle":
             code, status = THROTTLE_CODES.get(service, ("Throttling", 400))
             return self.reply(status, error_body(service, code, "Rate exceeded"), "text/xml")

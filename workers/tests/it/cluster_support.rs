@@ -492,6 +492,23 @@ async fn fault_control(method: &str, path: &str, body: &str) -> String {
     response
 }
 
+/// Every AWS action signed with `key`, as `(service, action)` in the order sent.
+pub(crate) async fn logged_actions(key: &str) -> Vec<(String, String)> {
+    let response = fault_control("GET", &format!("/log?key={key}"), "").await;
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    let log: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    log.as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            (
+                entry["service"].as_str().unwrap_or_default().to_owned(),
+                entry["action"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
 /// Makes every `action` signed with `key` fail with a permanent AWS error `code`.
 pub(crate) async fn fail_action(key: &str, action: &str, code: &str) {
     let rule = json!({"key": key, "action": action, "fault": "error", "code": code,

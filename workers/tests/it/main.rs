@@ -16,6 +16,7 @@ mod config;
 mod crash;
 mod histories;
 mod hosted_cluster;
+mod iam_policy;
 mod kube_registry;
 mod limits;
 mod permissions;

@@ -36,7 +36,11 @@
 //! - `hcpflow.io/emulator-fail-available: <reason>` — the HostedCluster never becomes
 //!   Available (Available=False and Degraded=True with that reason);
 //! - `hcpflow.io/emulator-stall-at: <n>` — the NodePool stops at n replicas;
-//! - `hcpflow.io/emulator-deletion-hangs: "true"` — the finalizer is never removed.
+//! - `hcpflow.io/emulator-deletion-hangs: "true"` — the finalizer is never removed;
+//! - `hcpflow.io/emulator-guest-unreachable: "true"` — on deletion the control plane
+//!   cannot reach the guest's API server, so it skips the guest's cloud resources (as
+//!   the real one does with `KubeAPIServerAvailable` False) and leaves them to the
+//!   destroy's own cleanup.
 //!
 //! The installation (`install`): the operator's Deployment as `hypershift install`
 //! writes it, with or without the AWS private platform; a HostedCluster that
@@ -70,6 +74,7 @@ pub const FINALIZER: &str = "hypershift.openshift.io/finalizer";
 pub const FAIL_AVAILABLE: &str = "hcpflow.io/emulator-fail-available";
 pub const STALL_AT: &str = "hcpflow.io/emulator-stall-at";
 pub const DELETION_HANGS: &str = "hcpflow.io/emulator-deletion-hangs";
+pub const GUEST_UNREACHABLE: &str = "hcpflow.io/emulator-guest-unreachable";
 /// `hyperv1.UnsupportedHostedClusterReason`.
 pub const UNSUPPORTED: &str = "UnsupportedHostedCluster";
 /// `hyperv1.NodePoolAWSSecurityGroupAvailableConditionType`.

@@ -260,7 +260,7 @@ async fn guest_cleanup(
             return (given_up, true);
         }
     }
-    if !cluster.is("KubeAPIServerAvailable", "True") {
+    if !cluster.is("KubeAPIServerAvailable", "True") || cluster.guest_unreachable {
         let skipped = condition(
             CLOUD_RESOURCES_DESTROYED,
             "False",

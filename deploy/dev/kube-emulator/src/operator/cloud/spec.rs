@@ -76,6 +76,8 @@ pub(super) struct Cluster {
     /// `hypershift.openshift.io/cleanup-cloud-resources: "true"`
     /// (`CleanupCloudResourcesAnnotation`).
     pub(super) cleanup_cloud_resources: bool,
+    /// `hcpflow.io/emulator-guest-unreachable: "true"` (the emulator's fault).
+    pub(super) guest_unreachable: bool,
     /// `spec.platform.aws.region`.
     pub(super) region: String,
     /// `spec.dns.baseDomain`.
@@ -164,6 +166,11 @@ impl Cluster {
             .and_then(|a| a.get(CLEANUP_CLOUD_RESOURCES))
             .and_then(Value::as_str)
             == Some("true");
+        let guest_unreachable = metadata
+            .get("annotations")
+            .and_then(|a| a.get(crate::operator::GUEST_UNREACHABLE))
+            .and_then(Value::as_str)
+            == Some("true");
         let default_security_group = Some(text(
             hosted_cluster,
             "/status/platform/aws/defaultWorkerSecurityGroupID",
@@ -211,6 +218,7 @@ impl Cluster {
             node_pool_subnets: node_pool_subnets.into_iter().collect(),
             ready_nodes,
             cleanup_cloud_resources,
+            guest_unreachable,
             region: text(hosted_cluster, "/spec/platform/aws/region"),
             base_domain: text(hosted_cluster, "/spec/dns/baseDomain"),
             base_domain_prefix: hosted_cluster
