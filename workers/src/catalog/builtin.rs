@@ -4,7 +4,8 @@
 //! no-op activities one after another; each sleeps `sleep_ms` inside the activity,
 //! returns `payload_bytes` of data and registers a no-op compensation; step `fail_at`
 //! (1-based) fails permanently, so the compensations run and the run ends
-//! `compensated`; step `panic_at` panics (a bug: retried, then the workflow is blocked). `noop_fanout {"width": N}` runs N at once. `noop_parent {"children":
+//! `compensated`; with `flaky_attempts` N every step's first N attempts fail retryably
+//! (and are retried with the step's backoff); step `panic_at` panics (a bug: retried, then the workflow is blocked). `noop_fanout {"width": N}` runs N at once. `noop_parent {"children":
 //! N, "steps": M}` starts N child `noop_chain`s of M steps, one after another.
 
 use std::time::Duration;
@@ -32,6 +33,9 @@ pub struct NoopChain {
     /// runtime does then: retried, then the workflow blocked).
     #[serde(default)]
     pub panic_at: Option<u32>,
+    /// Every step's first N attempts fail retryably.
+    #[serde(default)]
+    pub flaky_attempts: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -59,6 +63,13 @@ pub struct NoopStep {
     /// Absent from the requests of histories recorded before it existed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub panic: bool,
+    /// Absent (0) from the requests of histories recorded before it existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flaky_attempts: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Activity for NoopStep {
@@ -97,6 +108,7 @@ async fn noop_chain(ctx: WorkflowContext, input: NoopChain) -> Result<Value, Wor
             fail: input.fail_at == Some(step),
             payload_bytes: input.payload_bytes,
             panic: input.panic_at == Some(step),
+            flaky_attempts: input.flaky_attempts,
         })
         .await?;
         ctx.on_rollback(NoopUndo { step });
@@ -112,6 +124,7 @@ async fn noop_fanout(ctx: WorkflowContext, input: NoopFanout) -> Result<Value, W
             fail: false,
             payload_bytes: 0,
             panic: false,
+            flaky_attempts: 0,
         })
     });
     for result in ctx.join_all(steps).await {
@@ -193,6 +206,15 @@ pub fn register_activities(activities: &mut ActivityRegistry) {
         }
         if step.panic {
             panic!("step {} panics by request (panic_at)", step.step);
+        }
+        if input.attempt <= step.flaky_attempts {
+            return Err(ActivityFailure::retryable(
+                "InjectedTransient",
+                format!(
+                    "step {} attempt {} fails for a while by request (flaky_attempts)",
+                    step.step, input.attempt
+                ),
+            ));
         }
         if step.fail {
             return Err(ActivityFailure::permanent(

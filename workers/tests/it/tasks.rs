@@ -299,3 +299,57 @@ async fn a_malformed_task_is_dead_lettered_not_dropped() {
         assert!(!record.to_string().contains("secret-canary"), "{record}");
     }
 }
+
+/// A retry runs no earlier than its backoff, whoever publishes its task: a task for the
+/// next attempt sent the moment an attempt failed waits for the recorded `retry_at`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_runs_no_earlier_than_its_backoff_whoever_publishes_it() {
+    let Some(env) = stack("a_retry_runs_no_earlier_than_its_backoff_whoever_publishes_it") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("backoff");
+    let server = Server::start(env, &prefix, &[]).await;
+    let id = format!("{prefix}-chain");
+    // Attempts 1–6 fail retryably; attempt 5's backoff is 1.6–3.2 s.
+    let started = server
+        .start_workflow("noop_chain", &id, json!({"steps": 1, "flaky_attempts": 6}))
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    let failed = |events: &[serde_json::Value], attempt: u64| {
+        events
+            .iter()
+            .find(|e| e["type"] == "ActivityFailed" && e["data"]["attempt"] == attempt)
+            .cloned()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let fifth = loop {
+        if let Some(fifth) = failed(&history(&server, &id).await, 5) {
+            break fifth;
+        }
+        assert!(Instant::now() < deadline, "attempt 5 never failed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let scheduled_seq = fifth["data"]["scheduled_seq"].as_u64().unwrap();
+    let retry_at = fifth["data"]["retry_at"].as_i64().expect("a retry is due");
+    publish_task(
+        &server,
+        "default",
+        &json!({"workflow_id": id, "scheduled_seq": scheduled_seq, "attempt": 6}),
+    )
+    .await;
+    assert_eq!(
+        server.wait_terminal(&id, Duration::from_secs(60)).await,
+        "completed"
+    );
+    let events = history(&server, &id).await;
+    let sixth = failed(&events, 6).expect("attempt 6 ran and failed");
+    let ran_at = chrono::DateTime::parse_from_rfc3339(sixth["recorded_at"].as_str().unwrap())
+        .unwrap()
+        .timestamp_millis();
+    assert!(
+        ran_at >= retry_at,
+        "attempt 6 was recorded {} ms before its backoff allowed",
+        retry_at - ran_at
+    );
+}
