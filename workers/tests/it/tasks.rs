@@ -353,3 +353,62 @@ async fn a_retry_runs_no_earlier_than_its_backoff_whoever_publishes_it() {
         retry_at - ran_at
     );
 }
+
+/// A run whose claim another runner took over stops at its next heartbeat, and gives
+/// its slot back: with one activity slot, a long step whose claim is taken stops, and
+/// the next workflow's step runs long before the long step would have ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_claim_was_taken_over_stops_and_frees_its_slot() {
+    let Some(env) = stack("a_run_whose_claim_was_taken_over_stops_and_frees_its_slot") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("lost");
+    let database_url = crate::support::env_value(&env, "HCPFLOW_DATABASE_URL");
+    let server = Server::start(env, &prefix, &["--activity-concurrency", "1"]).await;
+    let long = format!("{prefix}-long");
+    let started = server
+        .start_workflow(
+            "noop_chain",
+            &long,
+            json!({"steps": 1, "sleep_ms": 120_000}),
+        )
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
+    // Once the long step is claimed, another runner takes the claim over.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let taken = sqlx::query(
+            "UPDATE attempt_claims SET runner = 'another-runner',
+                    lease_until = now() + interval '10 minutes'
+              WHERE workflow_id = $1",
+        )
+        .bind(&long)
+        .execute(&pool)
+        .await
+        .unwrap()
+        .rows_affected();
+        if taken == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the long step was never claimed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let next = format!("{prefix}-next");
+    server
+        .start_workflow("noop_chain", &next, json!({"steps": 1}))
+        .await;
+    // The heartbeat comes every 10 s: the slot is free by then, not after 120 s.
+    assert_eq!(
+        server.wait_terminal(&next, Duration::from_secs(40)).await,
+        "completed",
+        "the run whose claim was taken kept its slot"
+    );
+    let long_events = history(&server, &long).await;
+    assert!(
+        !long_events.iter().any(|e| e["type"] == "ActivityCompleted"),
+        "the run that lost its claim recorded nothing: {long_events:?}"
+    );
+    pool.close().await;
+}
