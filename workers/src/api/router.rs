@@ -88,16 +88,7 @@ impl Api {
             .api_route(&request.subject)
             .unwrap_or((Ok(TenantId::default_tenant()), ""));
         let answer = match tenant {
-            // A bug must cost one request an `internal` reply, never the reply itself.
-            Ok(tenant) => AssertUnwindSafe(self.handle(&tenant, verb, &request.payload))
-                .catch_unwind()
-                .await
-                .unwrap_or_else(|_| {
-                    tracing::error!(verb, "an API request's handler panicked");
-                    Err(ApiError::internal(
-                        "the server failed to answer this request",
-                    ))
-                }),
+            Ok(tenant) => unless_panicked(verb, self.handle(&tenant, verb, &request.payload)).await,
             Err(error) => Err(ApiError::invalid(format!("the subject's tenant: {error}"))),
         };
         let reply = match answer {
@@ -453,3 +444,37 @@ fn signal_bytes(name: &str, payload: &Value) -> usize {
 
 /// The bytes every signal counts for besides its name and payload.
 pub const SIGNAL_OVERHEAD: usize = 256;
+
+/// The handler's answer — or, if it panicked, `internal`: a bug costs one request its
+/// answer, never the reply itself (nor the process).
+async fn unless_panicked(
+    verb: &str,
+    handler: impl std::future::Future<Output = Result<Value, ApiError>>,
+) -> Result<Value, ApiError> {
+    AssertUnwindSafe(handler)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|_| {
+            tracing::error!(verb, "an API request's handler panicked");
+            Err(ApiError::internal(
+                "the server failed to answer this request",
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_handler_that_panics_costs_an_internal_answer_not_the_reply() {
+        let answered = unless_panicked("describe", async { Ok(serde_json::json!({"x": 1})) }).await;
+        assert_eq!(answered.unwrap()["x"], 1);
+        let panicked = unless_panicked("describe", async {
+            panic!("a bug in a handler");
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(panicked.code, ErrorCode::Internal);
+    }
+}
