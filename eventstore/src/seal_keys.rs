@@ -38,20 +38,10 @@ impl EventStore {
         )
     }
 
-    /// The check value recorded for `key_id`, if a process has run with it.
-    pub async fn checked_seal_key_value(&self, key_id: &str) -> Result<Option<String>> {
+    /// Every key id recorded with its check value (`(key id, sealed value)`).
+    pub async fn checked_seal_keys(&self) -> Result<Vec<(String, String)>> {
         Ok(
-            sqlx::query_scalar("SELECT sealed FROM seal_key_checks WHERE key_id = $1")
-                .bind(key_id)
-                .fetch_optional(&self.pool)
-                .await?,
-        )
-    }
-
-    /// The key ids recorded with a check value.
-    pub async fn checked_seal_keys(&self) -> Result<Vec<(String, DateTime<Utc>)>> {
-        Ok(
-            sqlx::query_as("SELECT key_id, created_at FROM seal_key_checks ORDER BY key_id")
+            sqlx::query_as("SELECT key_id, sealed FROM seal_key_checks ORDER BY key_id")
                 .fetch_all(&self.pool)
                 .await?,
         )
@@ -65,7 +55,8 @@ impl EventStore {
                  FROM events e
                  JOIN workflows w ON w.workflow_id = e.workflow_id
                  CROSS JOIN LATERAL regexp_matches(
-                     convert_from(e.body, 'UTF8'), 'sealed:v[12]:([^:"\\]+):', 'g') AS found
+                     convert_from(e.body, 'UTF8'),
+                     'sealed:v[12]:([A-Za-z0-9_-]+):[A-Za-z0-9_-]{38,}', 'g') AS found
                 WHERE w.status NOT IN ('completed', 'compensated', 'cancelled', 'failed')
                 GROUP BY found[1]
                 ORDER BY found[1]"#,

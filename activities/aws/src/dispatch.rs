@@ -27,7 +27,7 @@ use crate::{
 #[derive(Debug, Clone)]
 pub struct AwsActivities {
     pub clients: AwsClients,
-    pub keyring: Option<Arc<SealKeys>>,
+    pub seal_keys: Option<Arc<SealKeys>>,
 }
 
 /// `activities! { Request => |this, scope, request| future; ... }` (`this`: the
@@ -111,7 +111,7 @@ impl AwsActivities {
     /// blocking thread, not on the async workers every other task shares.
     async fn generate_signing_key(&self, scope: &Scope<'_>) -> Result<SigningKey, ActivityFailure> {
         let keyring = self
-            .keyring
+            .seal_keys
             .as_ref()
             .map(|keys| keys.current())
             .ok_or_else(|| {

@@ -39,7 +39,7 @@ impl Default for Timing {
 #[derive(Clone)]
 pub struct KubeActivities {
     pub client: kube::Client,
-    pub keyring: Option<Arc<SealKeys>>,
+    pub seal_keys: Option<Arc<SealKeys>>,
     /// Reads pull secrets given by reference; `None`: references are refused.
     pub secret_refs: Option<Arc<dyn SecretRefResolver>>,
     pub timing: Timing,
@@ -49,7 +49,7 @@ impl fmt::Debug for KubeActivities {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KubeActivities")
             .field("default_namespace", &self.client.default_namespace())
-            .field("keyring", &self.keyring.is_some())
+            .field("seal_keys", &self.seal_keys.is_some())
             .field("secret_refs", &self.secret_refs)
             .field("timing", &self.timing)
             .finish()
@@ -57,10 +57,10 @@ impl fmt::Debug for KubeActivities {
 }
 
 impl KubeActivities {
-    pub fn new(client: kube::Client, keyring: Option<Arc<SealKeys>>) -> Self {
+    pub fn new(client: kube::Client, seal_keys: Option<Arc<SealKeys>>) -> Self {
         Self {
             client,
-            keyring,
+            seal_keys,
             secret_refs: None,
             timing: Timing::default(),
         }
@@ -84,7 +84,7 @@ impl KubeActivities {
 
     /// The keyring in force, for one activity's whole run.
     pub(crate) fn keyring(&self) -> Result<Arc<Keyring>, ActivityFailure> {
-        self.keyring
+        self.seal_keys
             .as_ref()
             .map(|keys| keys.current())
             .ok_or_else(|| {

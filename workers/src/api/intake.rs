@@ -30,7 +30,7 @@ pub struct Intake {
     pub journal: Arc<Journal>,
     pub catalog: Arc<Catalog>,
     /// The seal keys in force (reloaded when their files change).
-    pub keyring: Option<Arc<SealKeys>>,
+    pub seal_keys: Option<Arc<SealKeys>>,
     /// What this server lets a start ask of the management cluster.
     pub admission: AdmissionPolicy,
     /// Which pull secret references each tenant may name.
@@ -122,7 +122,7 @@ impl Intake {
             self.check_cluster_is_the_tenants(&tenant, name).await?;
         }
         // One keyring for the digest and the seal, even if the keys reload meanwhile.
-        let keyring = self.keyring.as_ref().map(|keys| keys.current());
+        let keyring = self.seal_keys.as_ref().map(|keys| keys.current());
         let digest = digest(keyring.as_deref(), &request.workflow_type, &request.input);
         let input = seal_fields(
             request.input,

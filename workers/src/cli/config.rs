@@ -148,7 +148,8 @@ pub struct ConfigArgs {
     /// How often the key files are looked at for a change (seconds).
     #[arg(long, env = "HCPFLOW_KEY_RELOAD_SECS")]
     pub key_reload_secs: Option<u64>,
-    /// `--input-digest-key` read from this file (reloaded with the seal keys).
+    /// `--input-digest-key` read from this file (reloaded with the seal key file, when
+    /// the seal key comes from one).
     #[arg(long, env = "HCPFLOW_INPUT_DIGEST_KEY_FILE")]
     pub input_digest_key_file: Option<PathBuf>,
     /// `--audit-signing-key` read from this file.

@@ -98,12 +98,12 @@ impl fmt::Display for Role {
 /// secret references are read for the tenants `secret_refs` grants them.
 async fn connect_kube(
     settings: &KubeSettings,
-    keyring: Option<Arc<SealKeys>>,
+    seal_keys: Option<Arc<SealKeys>>,
     secret_refs: impl FnOnce(kube::Client) -> SecretRefs,
 ) -> anyhow::Result<Option<Arc<KubeActivities>>> {
     match settings.connect().await {
         Ok(client) => Ok(Some(Arc::new(
-            KubeActivities::new(client.clone(), keyring)
+            KubeActivities::new(client.clone(), seal_keys)
                 .with_secret_refs(Arc::new(secret_refs(client))),
         ))),
         Err(error) if settings.is_explicit() => {
@@ -145,7 +145,7 @@ pub async fn run(
             ),
         );
     }
-    if let Some(keys) = process.intake.keyring.clone() {
+    if let Some(keys) = process.intake.seal_keys.clone() {
         running.spawn(
             "key-reload",
             key_reload::reload_on_change(
@@ -217,7 +217,7 @@ impl Process {
         } else {
             nats::verify_streams(&js, &subjects).await?;
         }
-        let keyring = match &config.seal_key {
+        let seal_keys = match &config.seal_key {
             Some(key) => {
                 let keyring = key_reload::keyring(key, config.input_digest_key.as_ref())?;
                 check_seal_keys(&store, &keyring)
@@ -237,7 +237,7 @@ impl Process {
         let (aws, kube) = if roles.contains(&Role::Activity) {
             let aws = Arc::new(AwsActivities {
                 clients: AwsClients::connect(&config.aws).await,
-                keyring: keyring.clone(),
+                seal_keys: seal_keys.clone(),
             });
             let secret_refs = |kube| SecretRefs {
                 store: Arc::new(store.clone()),
@@ -245,7 +245,7 @@ impl Process {
                 kube,
                 aws: aws.clients.clone(),
             };
-            let kube = connect_kube(&config.kube, keyring.clone(), secret_refs).await?;
+            let kube = connect_kube(&config.kube, seal_keys.clone(), secret_refs).await?;
             (Some(aws), kube)
         } else {
             (None, None)
@@ -265,7 +265,7 @@ impl Process {
         let intake = Arc::new(Intake {
             journal: journal.clone(),
             catalog,
-            keyring,
+            seal_keys,
             admission: config.admission.clone(),
             secret_refs: config.secret_refs.clone(),
         });

@@ -41,7 +41,9 @@ pub fn keyring(seal: &Secret, input_digest: Option<&Secret>) -> anyhow::Result<K
 
 /// Watches the files until `shutdown`: every `every`, a change of either file's bytes
 /// loads, checks and (if both pass) puts the new keyring in force. `input_digest` is the
-/// digest key given otherwise than by file (kept as it is).
+/// digest key given otherwise than by file (kept as it is). Without a seal key file
+/// there is nothing to watch. The first look loads the files as they are then, so a
+/// change between the start's read and this task's start is not missed.
 pub async fn reload_on_change(
     keys: Arc<SealKeys>,
     files: KeyFiles,
@@ -65,11 +67,14 @@ pub async fn reload_on_change(
         }
         Ok(hash.finalize().into())
     };
-    let mut seen = fingerprint(&files).ok();
+    let mut seen = None;
+    let mut first = true;
     loop {
-        tokio::select! {
-            () = tokio::time::sleep(every) => {}
-            _ = shutdown.changed() => return Ok(()),
+        if !std::mem::take(&mut first) {
+            tokio::select! {
+                () = tokio::time::sleep(every) => {}
+                _ = shutdown.changed() => return Ok(()),
+            }
         }
         if *shutdown.borrow() {
             return Ok(());
@@ -84,26 +89,47 @@ pub async fn reload_on_change(
         if seen == Some(now) {
             continue;
         }
-        // A half-written file fails here and is looked at again once it changes.
-        seen = Some(now);
         match load(&files, input_digest.as_ref(), &store).await {
             Ok(keyring) => {
                 let ids: Vec<&str> = keyring.key_ids().collect();
-                tracing::info!(
-                    active = keyring.active_key_id(),
-                    keys = ids.join(","),
-                    "seal keys reloaded"
-                );
+                let unchanged = ids == keys.current().key_ids().collect::<Vec<_>>();
+                // The first look finds, most often, the keys the process started with.
+                if seen.is_some() || !unchanged {
+                    tracing::info!(
+                        active = keyring.active_key_id(),
+                        keys = ids.join(","),
+                        "seal keys reloaded"
+                    );
+                }
                 keys.replace(keyring);
+                seen = Some(now);
             }
+            // The database could not say: the same bytes are tried again next time.
+            Err(error) if is_passing(&error) => {
+                tracing::warn!(
+                    error = format!("{error:#}"),
+                    "checking the changed seal keys failed for now; trying again"
+                );
+            }
+            // A half-written or wrong file: looked at again once it changes.
             Err(error) => {
                 tracing::error!(
                     error = format!("{error:#}"),
                     "the changed seal key files are refused; the keys in force stay"
                 );
+                seen = Some(now);
             }
         }
     }
+}
+
+/// Whether the refusal came from a store error that may pass.
+fn is_passing(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<hcpflow_eventstore::Error>()
+            .is_some_and(hcpflow_eventstore::Error::is_retryable)
+    })
 }
 
 async fn load(

@@ -9,9 +9,9 @@ use hcpflow_eventstore::EventStore;
 
 /// What the check value is sealed for. Nothing else is ever sealed for this purpose, so
 /// the value opens nowhere but here (a workflow of this id gains nothing from it).
-pub(crate) const CHECK_OWNER: &str = "hcpflow-seal-key-check";
-pub(crate) const CHECK_PURPOSE: &str = "seal-key-check";
-pub(crate) const CHECK_TEXT: &str = "hcpflow seal key check";
+const CHECK_OWNER: &str = "hcpflow-seal-key-check";
+const CHECK_PURPOSE: &str = "seal-key-check";
+const CHECK_TEXT: &str = "hcpflow seal key check";
 
 /// Opens (or, for a key id seen for the first time, records) each key's check value.
 ///
@@ -25,13 +25,29 @@ pub async fn check_seal_keys(store: &EventStore, keyring: &Keyring) -> anyhow::R
             .seal_with_key(key_id, &CHECK_TEXT.to_owned(), &binding)?
             .to_wire();
         let recorded = store.seal_key_check(key_id, &offered).await?;
-        let opened = Sealed::<String>::from_wire(&recorded)
-            .and_then(|sealed| keyring.open(&sealed, &binding));
-        if opened.as_deref() != Ok(CHECK_TEXT) {
+        if !opens_check_value(keyring, key_id, &recorded) {
             bail!(
                 "seal key {key_id:?} is not the key that id stood for before: it does not open the value that key sealed when first used (the id is right, the key bytes are not; values sealed with the real key would not open)"
             );
         }
     }
     Ok(())
+}
+
+/// Whether `keyring`'s key `key_id` opens `recorded`, the check value of that id: sealed
+/// with that very id (not another the row happens to hold) and for the check's binding.
+pub(crate) fn opens_check_value(keyring: &Keyring, key_id: &str, recorded: &str) -> bool {
+    let Ok(owner) = WorkflowId::new(CHECK_OWNER) else {
+        return false;
+    };
+    Sealed::<String>::from_wire(recorded)
+        .ok()
+        .filter(|sealed| sealed.key_id() == key_id)
+        .and_then(|sealed| {
+            keyring
+                .open(&sealed, &Binding::new(&owner, CHECK_PURPOSE))
+                .ok()
+        })
+        .as_deref()
+        == Some(CHECK_TEXT)
 }

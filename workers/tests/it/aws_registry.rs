@@ -30,7 +30,7 @@ async fn aws_activities_run_by_type_name_with_the_attempts_key_and_ledger() {
     };
     let aws = Arc::new(AwsActivities {
         clients: AwsClients::connect(&settings(endpoint)).await,
-        keyring: None,
+        seal_keys: None,
     });
     let (_, registry) = hcpflow_workers::catalog::build(Some(aws), None, true).unwrap();
     let workflow_id = WorkflowId::new(unique("awsreg")).unwrap();

@@ -269,7 +269,7 @@ async fn a_wrong_key_under_a_known_id_stops_the_server_at_start() {
     let status = seal_status(&wrong).await;
     assert!(!status.status.success());
     let (stdout, _) = crate::support::output_text(&status);
-    assert!(stdout.contains("wrong key"), "{stdout}");
+    assert!(stdout.contains("wrong_key"), "{stdout}");
 }
 
 /// Seal keys from a file are reloaded when the file changes, without a restart; a
@@ -297,15 +297,17 @@ async fn a_changed_seal_key_file_is_put_in_force_without_a_restart() {
     env.push(("HCPFLOW_INPUT_DIGEST_KEY".into(), key(3)));
     env.push(("HCPFLOW_KEY_RELOAD_SECS".into(), "1".into()));
     // Only the API: starts are recorded (sealed) and never run.
-    let api = Server::start_worker(env, &prefix, "api", &[]).await;
+    let api = Server::start_worker(env.clone(), &prefix, "api", &[]).await;
     let pre = Prerequisites {
         bucket: "oidc-reload".into(),
         base_domain: "reload.example.com".into(),
         management_vpc: "vpc-0reload".into(),
         management_subnets: vec!["subnet-0a".into(), "subnet-0b".into(), "subnet-0c".into()],
     };
+    let started = std::sync::Mutex::new(Vec::new());
     let sealed_with = || async {
         let id = format!("{prefix}-{}", unique("start"));
+        started.lock().unwrap().push(id.clone());
         let started = api
             .start_workflow(
                 "create_hosted_cluster",
@@ -336,6 +338,18 @@ async fn a_changed_seal_key_file_is_put_in_force_without_a_restart() {
         std::fs::write(&file, refused).unwrap();
         tokio::time::sleep(Duration::from_secs(3)).await;
         assert_eq!(sealed_with().await, "k2", "the keys in force stay");
+    }
+    // The starts were only recorded: a whole server cancels them, so no live workflow
+    // is left holding k1's and k2's values.
+    std::fs::write(&file, format!("k2:{},k1:{}\n", key(2), key(1))).unwrap();
+    drop(api);
+    let server = Server::start(env, &prefix, &[]).await;
+    for id in started.into_inner().unwrap() {
+        server
+            .api("cancel", json!({"workflow_id": id, "reason": "test over"}))
+            .await;
+        let ended = server.wait_terminal(&id, Duration::from_secs(60)).await;
+        assert_ne!(ended, "running", "{id}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -410,5 +410,16 @@ async fn a_run_whose_claim_was_taken_over_stops_and_frees_its_slot() {
         !long_events.iter().any(|e| e["type"] == "ActivityCompleted"),
         "the run that lost its claim recorded nothing: {long_events:?}"
     );
+    // Not left running: the workflow stops waiting for the step on a cancel.
+    server
+        .api(
+            "cancel",
+            json!({"workflow_id": long, "reason": "test over"}),
+        )
+        .await;
+    assert_ne!(
+        server.wait_terminal(&long, Duration::from_secs(60)).await,
+        "running"
+    );
     pool.close().await;
 }

@@ -511,7 +511,7 @@ async fn a_namespace_that_was_there_before_is_left_and_secrets_need_the_seal_key
     );
 
     let input = secrets_input(&stack, "guest", &ns, "guest", "{}");
-    stack.activities.keyring = None;
+    stack.activities.seal_keys = None;
     let failure = run(&stack, "kube.apply_secrets", input).await.unwrap_err();
     assert_eq!(
         (failure.kind.as_str(), failure.retryable),
