@@ -145,13 +145,13 @@ async fn unpublished_events_are_offered_after_the_grace_period() {
             .collect()
     };
     let young = store
-        .unpublished_events("", Duration::from_secs(3600), 10_000)
+        .unpublished_events("test.events.", Duration::from_secs(3600), 10_000)
         .await
         .unwrap();
     assert!(ours(&young).is_empty(), "still within the grace period");
     tokio::time::sleep(Duration::from_millis(50)).await;
     let due = store
-        .unpublished_events("", Duration::from_millis(10), 10_000)
+        .unpublished_events("test.events.", Duration::from_millis(10), 10_000)
         .await
         .unwrap();
     assert_eq!(ours(&due), vec![3, 4]);
@@ -160,7 +160,7 @@ async fn unpublished_events_are_offered_after_the_grace_period() {
         .await
         .unwrap();
     let none = store
-        .unpublished_events("", Duration::from_millis(10), 10_000)
+        .unpublished_events("test.events.", Duration::from_millis(10), 10_000)
         .await
         .unwrap();
     assert!(ours(&none).is_empty());
