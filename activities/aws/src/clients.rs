@@ -52,13 +52,28 @@ impl AwsClients {
             ));
         }
         let sdk = loader.load().await;
+        Self::from_sdk(sdk)
+    }
+
+    /// The same credentials and endpoint, calling `region`: where a create's target
+    /// says its calls go.
+    pub fn in_region(&self, region: &str) -> Self {
+        Self::from_sdk(
+            self.sdk
+                .to_builder()
+                .region(Region::new(region.to_owned()))
+                .build(),
+        )
+    }
+
+    fn from_sdk(sdk: aws_config::SdkConfig) -> Self {
         // Path-style S3 addressing: bucket names in the host only work with real DNS,
         // and moto (or any endpoint override) needs the bucket in the path.
         let s3 = aws_sdk_s3::config::Builder::from(&sdk)
-            .force_path_style(settings.endpoint.is_some())
+            .force_path_style(sdk.endpoint_url().is_some())
             .build();
         Self {
-            region: settings.region.clone(),
+            region: sdk.region().map(ToString::to_string).unwrap_or_default(),
             ec2: aws_sdk_ec2::Client::new(&sdk),
             elb: aws_sdk_elasticloadbalancing::Client::new(&sdk),
             elbv2: aws_sdk_elasticloadbalancingv2::Client::new(&sdk),

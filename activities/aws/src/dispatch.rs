@@ -1,7 +1,8 @@
 //! Every AWS activity by its type name: what a worker registers, and the one place that
 //! maps a name (`aws.create_vpc`) to its implementation.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use hcpflow_engine::{Activity, ActivityFailure, SealKeys};
 use hcpflow_hypershift::aws::dns::*;
@@ -13,6 +14,7 @@ use hcpflow_hypershift::aws::oidc::*;
 use hcpflow_hypershift::aws::prerequisites::*;
 use hcpflow_hypershift::aws::privatelink::*;
 use hcpflow_hypershift::aws::sweep::*;
+use hcpflow_hypershift::aws::target::{AwsTarget, TARGET_FIELD};
 use hcpflow_hypershift::aws::Delete;
 use serde_json::Value;
 
@@ -22,12 +24,14 @@ use crate::{
     ec2, guest, iam, observed_privatelink, oidc, prerequisites, privatelink, route53, sweep,
 };
 
-/// The AWS activities of one process: its clients, and the seal keys the signing-key
+/// The AWS activities of one process: its clients (in its own region, and in every
+/// other region a call's target named so far), and the seal keys the signing-key
 /// activity seals with.
 #[derive(Debug, Clone)]
 pub struct AwsActivities {
     pub clients: AwsClients,
     pub seal_keys: Option<Arc<SealKeys>>,
+    regional: Arc<Mutex<HashMap<String, AwsClients>>>,
 }
 
 /// `activities! { Request => |this, scope, request| future; ... }` (`this`: the
@@ -39,12 +43,49 @@ macro_rules! activities {
         pub const TYPES: &[&str] = &[$(<$request as Activity>::TYPE),*];
 
         impl AwsActivities {
+    pub fn new(clients: AwsClients, seal_keys: Option<Arc<SealKeys>>) -> Self {
+        Self {
+            clients,
+            seal_keys,
+            regional: Arc::default(),
+        }
+    }
+
+    /// These activities as a call's input targets them: its `aws_target` is taken out
+    /// of the input, and the clients are the target region's (recorded calls without a
+    /// target use this process's own).
+    fn targeted(&self, input: &mut Value) -> Result<AwsActivities, ActivityFailure> {
+        let Some(target) = input.as_object_mut().and_then(|o| o.remove(TARGET_FIELD)) else {
+            return Ok(self.clone());
+        };
+        let target: AwsTarget = serde_json::from_value(target).map_err(|e| {
+            ActivityFailure::permanent("InvalidInput", format!("{TARGET_FIELD}: {e}"))
+        })?;
+        if target.region == self.clients.region {
+            return Ok(self.clone());
+        }
+        let mut regional = self
+            .regional
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let clients = regional
+            .entry(target.region.clone())
+            .or_insert_with(|| self.clients.in_region(&target.region))
+            .clone();
+        Ok(AwsActivities {
+            clients,
+            ..self.clone()
+        })
+    }
+
             /// Runs the activity `activity_type` on `input`.
-            pub async fn run(&self, activity_type: &str, scope: &Scope<'_>, input: Value) -> Result<Value, ActivityFailure> {
+            pub async fn run(&self, activity_type: &str, scope: &Scope<'_>, mut input: Value) -> Result<Value, ActivityFailure> {
+                let targeted = self.targeted(&mut input)?;
+                let scope = &Scope { region: &targeted.clients.region, ..*scope };
                 $(
                     if activity_type == <$request as Activity>::TYPE {
                         let $req: $request = ActivityFailure::decode_input(activity_type, input)?;
-                        let $aws = self;
+                        let $aws = &targeted;
                         let $scope = scope;
                         return ActivityFailure::encode_output($call.await?);
                     }

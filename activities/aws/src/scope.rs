@@ -5,7 +5,7 @@ use hcpflow_engine::event::ResourceRef;
 use hcpflow_engine::{Ledger, WorkflowId};
 
 /// One attempt of an AWS activity.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct Scope<'a> {
     /// The workflow the attempt runs for: what it seals is bound to it.
     pub workflow_id: &'a WorkflowId,
@@ -13,6 +13,7 @@ pub struct Scope<'a> {
     /// CallerReference where the API has one, and set as the `hcpflow.io/idempotency-key`
     /// tag, by which a later attempt finds what an earlier one made.
     pub idempotency_key: &'a str,
+    /// The region the attempt's calls go to (its target's, or the process's own).
     pub region: &'a str,
     /// The cluster (infra id) the resources belong to, for the ledger.
     pub cluster: Option<&'a str>,

@@ -235,10 +235,10 @@ impl Process {
         };
         // AWS clients only where activities run; loading them reads no credentials yet.
         let (aws, kube) = if roles.contains(&Role::Activity) {
-            let aws = Arc::new(AwsActivities {
-                clients: AwsClients::connect(&config.aws).await,
-                seal_keys: seal_keys.clone(),
-            });
+            let aws = Arc::new(AwsActivities::new(
+                AwsClients::connect(&config.aws).await,
+                seal_keys.clone(),
+            ));
             let secret_refs = |kube| SecretRefs {
                 store: Arc::new(store.clone()),
                 policy: config.secret_refs.clone(),

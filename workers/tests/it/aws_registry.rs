@@ -28,10 +28,10 @@ async fn aws_activities_run_by_type_name_with_the_attempts_key_and_ledger() {
         endpoint: Some(endpoint),
         static_credentials: Some(("testing".into(), "testing".into())),
     };
-    let aws = Arc::new(AwsActivities {
-        clients: AwsClients::connect(&settings(endpoint)).await,
-        seal_keys: None,
-    });
+    let aws = Arc::new(AwsActivities::new(
+        AwsClients::connect(&settings(endpoint)).await,
+        None,
+    ));
     let (_, registry) = hcpflow_workers::catalog::build(Some(aws), None, true).unwrap();
     let workflow_id = WorkflowId::new(unique("awsreg")).unwrap();
     let infra_id = unique("reg").to_lowercase();

@@ -20,6 +20,7 @@ mod iam_policy;
 mod kube_registry;
 mod limits;
 mod permissions;
+mod regions;
 mod rollback;
 mod rotation;
 mod secrets;

@@ -11,6 +11,7 @@ pub mod oidc;
 pub mod prerequisites;
 pub mod privatelink;
 pub mod sweep;
+pub mod target;
 
 pub use crate::delete::Delete;
 use hcpflow_engine::{ActivityOptions, RetryPolicy};

@@ -21,6 +21,7 @@ use crate::aws::network::{
 };
 use crate::aws::oidc::{GenerateSigningKey, OidcDocuments, PublishOidcDocuments, SigningKey};
 use crate::aws::prerequisites::CheckPrerequisites;
+use crate::aws::target::{AwsCalls, AwsTarget, AWS_TARGETS};
 use crate::input::{
     CreateClusterInput, NodePoolSpec, DEFAULT_CONTROL_PLANE_TIMEOUT_SECS,
     DEFAULT_NODE_POOL_TIMEOUT_SECS,
@@ -125,15 +126,20 @@ async fn build(
     input: &Input,
     infra_id: &str,
 ) -> Result<CreateOutput, WorkflowError> {
-    let public_zone = ctx
-        .activity(FindPublicZone {
+    // Since the patch every AWS call, and its compensation, names the create's region.
+    let target = ctx.patched(AWS_TARGETS).then(|| AwsTarget {
+        region: input.region.clone(),
+    });
+    let aws = AwsCalls::new(ctx, target);
+    let public_zone = aws
+        .call(FindPublicZone {
             base_domain: input.base_domain.clone(),
         })
         .await?;
     // Creates from before the region check replay without it.
     let region = ctx.patched(REGION_CHECKED).then(|| input.region.clone());
-    let prerequisites = ctx
-        .activity(CheckPrerequisites {
+    let prerequisites = aws
+        .call(CheckPrerequisites {
             region,
             oidc_bucket: input.oidc_bucket.clone(),
             management_vpc_id: (!input.is_public())
@@ -151,11 +157,12 @@ async fn build(
         })
         .await?;
 
-    let network = network(ctx, input, infra_id).await?;
+    let network = network(ctx, &aws, input, infra_id).await?;
     let (signing_key, documents, provider) =
-        oidc(ctx, input, infra_id, &prerequisites.oidc_bucket_region).await?;
+        oidc(&aws, input, infra_id, &prerequisites.oidc_bucket_region).await?;
     let (roles, worker) = iam(
         ctx,
+        &aws,
         infra_id,
         &input.resource_tags,
         &provider,
@@ -177,7 +184,7 @@ async fn build(
     let mut coverage = None;
     if let Some(management) = management {
         if by_operator {
-            coverage = Some(privatelink::check_coverage(ctx, input, management).await?);
+            coverage = Some(privatelink::check_coverage(ctx, &aws, input, management).await?);
         } else {
             built = Some(
                 privatelink::built_by_hcpflow(
@@ -216,7 +223,7 @@ async fn build(
     // Since the patch: after the HostedCluster's delete, whatever the guest left in AWS
     // is deleted by tag, before the network it sits in.
     if ctx.patched(GUEST_RESOURCES_DELETED) {
-        ctx.on_rollback(DeleteGuestResources {
+        aws.on_rollback(DeleteGuestResources {
             infra_id: infra_id.to_owned(),
             vpc_id: network.vpc_id.clone(),
             public_zone_id: public_zone.zone_id.clone(),
@@ -227,7 +234,7 @@ async fn build(
         });
     }
     if by_operator {
-        privatelink::expect_removal(ctx, infra_id, input, &network);
+        privatelink::expect_removal(&aws, infra_id, input, &network);
     }
     let first = &network.private_subnets[0];
     let hosted_cluster = ctx
@@ -270,7 +277,7 @@ async fn build(
     apply_node_pools(ctx, input, infra_id, &network, &worker).await?;
     let observed_privatelink = match coverage {
         Some(coverage) => {
-            Some(privatelink::observe(ctx, infra_id, input, &network, coverage).await?)
+            Some(privatelink::observe(ctx, &aws, infra_id, input, &network, coverage).await?)
         }
         None => None,
     };
@@ -328,7 +335,7 @@ struct ZoneNetwork {
 }
 
 async fn zone_network(
-    ctx: &WorkflowContext,
+    aws: &AwsCalls,
     infra_id: &str,
     resource_tags: &ResourceTags,
     vpc_id: &str,
@@ -342,25 +349,25 @@ async fn zone_network(
         exposure,
         resource_tags: resource_tags.clone(),
     };
-    let private = ctx
-        .activity(subnet(Exposure::Private, &zone.private_cidr))
+    let private = aws
+        .call(subnet(Exposure::Private, &zone.private_cidr))
         .await?;
-    ctx.on_rollback(Delete(private.clone()));
-    let public = ctx
-        .activity(subnet(Exposure::Public, &zone.public_cidr))
+    aws.on_rollback(Delete(private.clone()));
+    let public = aws
+        .call(subnet(Exposure::Public, &zone.public_cidr))
         .await?;
-    ctx.on_rollback(Delete(public.clone()));
-    let nat = ctx
-        .activity(CreateNatGateway {
+    aws.on_rollback(Delete(public.clone()));
+    let nat = aws
+        .call(CreateNatGateway {
             infra_id: infra_id.to_owned(),
             zone: zone.zone.clone(),
             subnet_id: public.subnet_id.clone(),
             resource_tags: resource_tags.clone(),
         })
         .await?;
-    ctx.on_rollback(Delete(nat.clone()));
-    let table = ctx
-        .activity(CreateRouteTable {
+    aws.on_rollback(Delete(nat.clone()));
+    let table = aws
+        .call(CreateRouteTable {
             infra_id: infra_id.to_owned(),
             vpc_id: vpc_id.to_owned(),
             name: naming::private_route_table(infra_id, &zone.zone),
@@ -370,7 +377,7 @@ async fn zone_network(
             main: false,
         })
         .await?;
-    ctx.on_rollback(Delete(table.clone()));
+    aws.on_rollback(Delete(table.clone()));
     Ok(ZoneNetwork {
         private,
         public,
@@ -381,47 +388,48 @@ async fn zone_network(
 
 async fn network(
     ctx: &WorkflowContext,
+    aws: &AwsCalls,
     input: &Input,
     infra_id: &str,
 ) -> Result<Network, WorkflowError> {
     let plan = network_plan::plan(&input.vpc_cidr, &input.zones)
         .map_err(|e| WorkflowError::invalid_input(e.to_string()))?;
-    let vpc = ctx
-        .activity(CreateVpc {
+    let vpc = aws
+        .call(CreateVpc {
             infra_id: infra_id.to_owned(),
             cidr_block: input.vpc_cidr.clone(),
             resource_tags: input.resource_tags.clone(),
         })
         .await?;
-    ctx.on_rollback(Delete(vpc.clone()));
+    aws.on_rollback(Delete(vpc.clone()));
     let vpc_id = vpc.vpc_id;
-    let dhcp = ctx
-        .activity(CreateDhcpOptions {
+    let dhcp = aws
+        .call(CreateDhcpOptions {
             infra_id: infra_id.to_owned(),
             vpc_id: vpc_id.clone(),
             resource_tags: input.resource_tags.clone(),
         })
         .await?;
-    ctx.on_rollback(Delete(dhcp));
-    let igw = ctx
-        .activity(CreateInternetGateway {
+    aws.on_rollback(Delete(dhcp));
+    let igw = aws
+        .call(CreateInternetGateway {
             infra_id: infra_id.to_owned(),
             vpc_id: vpc_id.clone(),
             resource_tags: input.resource_tags.clone(),
         })
         .await?;
-    ctx.on_rollback(Delete(igw.clone()));
+    aws.on_rollback(Delete(igw.clone()));
     // Zones in parallel: each zone's resources depend only on the VPC.
     let zones: Vec<ZoneNetwork> = ctx
         .join_all(
             plan.iter()
-                .map(|zone| zone_network(ctx, infra_id, &input.resource_tags, &vpc_id, zone)),
+                .map(|zone| zone_network(aws, infra_id, &input.resource_tags, &vpc_id, zone)),
         )
         .await
         .into_iter()
         .collect::<Result<_, _>>()?;
-    let public_table = ctx
-        .activity(CreateRouteTable {
+    let public_table = aws
+        .call(CreateRouteTable {
             infra_id: infra_id.to_owned(),
             vpc_id: vpc_id.clone(),
             name: naming::public_route_table(infra_id),
@@ -432,10 +440,10 @@ async fn network(
             main: ctx.patched(PUBLIC_ROUTE_TABLE_MAIN),
         })
         .await?;
-    ctx.on_rollback(Delete(public_table.clone()));
+    aws.on_rollback(Delete(public_table.clone()));
     // The S3 gateway endpoint routes from every private table and the public one.
-    let s3 = ctx
-        .activity(CreateS3Endpoint {
+    let s3 = aws
+        .call(CreateS3Endpoint {
             infra_id: infra_id.to_owned(),
             vpc_id: vpc_id.clone(),
             route_table_ids: zones
@@ -446,19 +454,19 @@ async fn network(
             resource_tags: input.resource_tags.clone(),
         })
         .await?;
-    ctx.on_rollback(Delete(s3));
+    aws.on_rollback(Delete(s3));
     let zone = |name: String| CreatePrivateZone {
         infra_id: infra_id.to_owned(),
         name,
         vpc_id: vpc_id.clone(),
         resource_tags: input.resource_tags.clone(),
     };
-    let private_zone = ctx
-        .activity(zone(naming::private_zone(&input.name, &input.base_domain)))
+    let private_zone = aws
+        .call(zone(naming::private_zone(&input.name, &input.base_domain)))
         .await?;
-    ctx.on_rollback(Delete(private_zone.clone()));
-    let local_zone = ctx.activity(zone(naming::local_zone(&input.name))).await?;
-    ctx.on_rollback(Delete(local_zone.clone()));
+    aws.on_rollback(Delete(private_zone.clone()));
+    let local_zone = aws.call(zone(naming::local_zone(&input.name))).await?;
+    aws.on_rollback(Delete(local_zone.clone()));
     Ok(Network {
         vpc_id,
         private_subnets: zones.iter().map(|z| z.private.clone()).collect(),
@@ -470,38 +478,39 @@ async fn network(
 }
 
 async fn oidc(
-    ctx: &WorkflowContext,
+    aws: &AwsCalls,
     input: &Input,
     infra_id: &str,
     bucket_region: &str,
 ) -> Result<(SigningKey, OidcDocuments, OidcProvider), WorkflowError> {
-    let signing_key = ctx
-        .activity(GenerateSigningKey {
+    let signing_key = aws
+        .call(GenerateSigningKey {
             infra_id: infra_id.to_owned(),
         })
         .await?;
-    let documents = ctx
-        .activity(PublishOidcDocuments {
+    let documents = aws
+        .call(PublishOidcDocuments {
             infra_id: infra_id.to_owned(),
             bucket: input.oidc_bucket.clone(),
             bucket_region: bucket_region.to_owned(),
             jwk: signing_key.jwk.clone(),
         })
         .await?;
-    ctx.on_rollback(Delete(documents.clone()));
-    let provider = ctx
-        .activity(CreateOidcProvider {
+    aws.on_rollback(Delete(documents.clone()));
+    let provider = aws
+        .call(CreateOidcProvider {
             infra_id: infra_id.to_owned(),
             issuer_url: documents.issuer_url.clone(),
             resource_tags: input.resource_tags.clone(),
         })
         .await?;
-    ctx.on_rollback(Delete(provider.clone()));
+    aws.on_rollback(Delete(provider.clone()));
     Ok((signing_key, documents, provider))
 }
 
 async fn iam(
     ctx: &WorkflowContext,
+    aws: &AwsCalls,
     infra_id: &str,
     resource_tags: &ResourceTags,
     provider: &OidcProvider,
@@ -510,8 +519,8 @@ async fn iam(
 ) -> Result<(Vec<(String, Role)>, WorkerProfile), WorkflowError> {
     let roles = ctx
         .join_all(OPERATOR_ROLES.iter().map(|(suffix, _)| async move {
-            let role = ctx
-                .activity(CreateOperatorRole {
+            let role = aws
+                .call(CreateOperatorRole {
                     infra_id: infra_id.to_owned(),
                     role: (*suffix).to_owned(),
                     provider_arn: provider.arn.clone(),
@@ -522,19 +531,19 @@ async fn iam(
                     resource_tags: resource_tags.clone(),
                 })
                 .await?;
-            ctx.on_rollback(Delete(role.clone()));
+            aws.on_rollback(Delete(role.clone()));
             Ok::<_, WorkflowError>(((*suffix).to_owned(), role))
         }))
         .await
         .into_iter()
         .collect::<Result<Vec<_>, _>>()?;
-    let worker = ctx
-        .activity(CreateWorkerProfile {
+    let worker = aws
+        .call(CreateWorkerProfile {
             infra_id: infra_id.to_owned(),
             resource_tags: resource_tags.clone(),
         })
         .await?;
-    ctx.on_rollback(Delete(worker.clone()));
+    aws.on_rollback(Delete(worker.clone()));
     Ok((roles, worker))
 }
 

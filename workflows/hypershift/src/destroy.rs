@@ -7,6 +7,7 @@
 //! management cluster. Nothing left: the name is released. Something left: the
 //! workflow fails naming it, and the name stays taken.
 
+use crate::aws::target::{AwsCalls, AwsTarget, TARGET_FIELD};
 use std::cmp::Reverse;
 
 use hcpflow_engine::{Activity, WorkflowContext, WorkflowError};
@@ -130,8 +131,15 @@ pub async fn destroy_hosted_cluster(
         .get("oidc_bucket")
         .and_then(|b| b.as_str())
         .map(str::to_owned);
-    let mut leftovers = ctx
-        .activity(FindLeftovers {
+    // Where the create's AWS calls went (its compensations say; none for creates
+    // recorded before targets), the search goes too.
+    let target = live
+        .compensations
+        .iter()
+        .find_map(|c| c.input.get(TARGET_FIELD).cloned())
+        .and_then(|target| serde_json::from_value::<AwsTarget>(target).ok());
+    let mut leftovers = AwsCalls::new(&ctx, target)
+        .call(FindLeftovers {
             infra_id: cluster.infra_id.clone(),
             oidc_bucket,
         })

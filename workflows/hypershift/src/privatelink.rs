@@ -27,6 +27,7 @@ use crate::aws::privatelink::{
     CheckZoneOffer, CreateEndpointSecurityGroup, CreateEndpointService, CreateInterfaceEndpoint,
     CreateLoadBalancer, WaitEndpointZone,
 };
+use crate::aws::target::AwsCalls;
 use crate::create::{Input, Network};
 use crate::input::{Management, DEFAULT_CONTROL_PLANE_TIMEOUT_SECS};
 use crate::kube::hosted_cluster::WaitHostedClusterCondition;
@@ -55,6 +56,7 @@ pub struct ObservedPrivateLink {
 /// the management cluster covers every guest zone (by zone id), the zones in parallel.
 pub(crate) async fn check_coverage(
     ctx: &WorkflowContext,
+    aws: &AwsCalls,
     input: &Input,
     management: &Management,
 ) -> Result<Vec<ZoneCoverage>, WorkflowError> {
@@ -63,7 +65,7 @@ pub(crate) async fn check_coverage(
     })
     .await?;
     ctx.join_all(input.zones.iter().map(|zone| {
-        ctx.activity(CheckZoneCoverage {
+        aws.call(CheckZoneCoverage {
             zone: zone.clone(),
             management_subnet_ids: management.subnet_ids.clone(),
         })
@@ -82,13 +84,8 @@ fn timeout_secs(input: &Input) -> u64 {
 /// Registered just before the HostedCluster, so it runs right after its delete: the
 /// operators remove their PrivateLink objects while the HostedCluster goes away; this
 /// checks they did (their records would keep our local zone from being deleted).
-pub(crate) fn expect_removal(
-    ctx: &WorkflowContext,
-    infra_id: &str,
-    input: &Input,
-    network: &Network,
-) {
-    ctx.on_rollback(AwaitPrivateLinkRemoved {
+pub(crate) fn expect_removal(aws: &AwsCalls, infra_id: &str, input: &Input, network: &Network) {
+    aws.on_rollback(AwaitPrivateLinkRemoved {
         infra_id: infra_id.to_owned(),
         vpc_id: network.vpc_id.clone(),
         local_zone_id: network.local_zone.zone_id.clone(),
@@ -102,6 +99,7 @@ pub(crate) fn expect_removal(
 /// at the endpoints.
 pub(crate) async fn observe(
     ctx: &WorkflowContext,
+    aws: &AwsCalls,
     infra_id: &str,
     input: &Input,
     network: &Network,
@@ -125,8 +123,8 @@ pub(crate) async fn observe(
                 .find(|s| &s.zone == zone)
                 .map(|s| s.subnet_id.clone())
                 .unwrap_or_default();
-            let seen = ctx
-                .activity(WaitPrivateLinkZone {
+            let seen = aws
+                .call(WaitPrivateLinkZone {
                     infra_id: infra_id.to_owned(),
                     vpc_id: network.vpc_id.clone(),
                     zone: zone.clone(),
@@ -139,8 +137,8 @@ pub(crate) async fn observe(
         .await
         .into_iter()
         .collect::<Result<Vec<_>, _>>()?;
-    let records = ctx
-        .activity(WaitPrivateLinkRecords {
+    let records = aws
+        .call(WaitPrivateLinkRecords {
             infra_id: infra_id.to_owned(),
             vpc_id: network.vpc_id.clone(),
             local_zone_id: network.local_zone.zone_id.clone(),

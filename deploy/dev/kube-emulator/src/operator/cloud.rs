@@ -159,6 +159,9 @@ struct Memory {
 pub struct Cloud {
     settings: Settings,
     clients: Clients,
+    /// Clients of the other regions HostedClusters named (`spec.platform.aws.region`):
+    /// the operators work in their cluster's region.
+    regional: HashMap<String, Clients>,
     gate: CleanupGate,
     memory: HashMap<String, Memory>,
     /// Subnet id → availability zone (`deduplicateSubnetsByAZ`'s cache).
@@ -174,6 +177,7 @@ impl Cloud {
         Self {
             settings,
             clients,
+            regional: HashMap::new(),
             gate,
             memory: HashMap::new(),
             zones: HashMap::new(),
@@ -216,6 +220,24 @@ impl Cloud {
     }
 
     /// The inputs whose change makes a HostedCluster due at once.
+    /// The clients of `cluster`'s region (the management cluster's own when it names none).
+    async fn clients_for(&mut self, cluster: &Cluster) -> Clients {
+        let region = cluster.region.as_str();
+        if region.is_empty() || region == self.settings.region {
+            return self.clients.clone();
+        }
+        if let Some(clients) = self.regional.get(region) {
+            return clients.clone();
+        }
+        let settings = Settings {
+            region: region.to_owned(),
+            ..self.settings.clone()
+        };
+        let clients = Clients::connect(&settings).await;
+        self.regional.insert(region.to_owned(), clients.clone());
+        clients
+    }
+
     fn inputs(cluster: &Cluster) -> String {
         let watched: Vec<String> = [
             "ValidConfiguration",
@@ -277,16 +299,17 @@ impl Cloud {
         if !self.due(cluster) {
             return;
         }
+        let clients = self.clients_for(cluster).await;
         let reconciled = cluster.reconciled();
         let mut written = Vec::new();
         let mut security_group = None;
         let mut all_well = true;
         if reconciled {
             let cpo = roles
-                .cpo(&self.clients, &cluster.cpo_role_arn, &cluster.issuer_url)
+                .cpo(&clients, &cluster.cpo_role_arn, &cluster.issuer_url)
                 .await;
             let api_up = cluster.is("KubeAPIServerAvailable", "True");
-            let identity = identity::health_check(&self.clients, &cpo, cluster).await;
+            let identity = identity::health_check(&clients, &cpo, cluster).await;
             let valid_identity = identity["status"] == "True";
             if api_up && !valid_identity {
                 tracing::warn!(cluster = %cluster.name, condition = %identity,
@@ -296,7 +319,7 @@ impl Cloud {
             written.push(identity);
             // "Identity provider not ready. Skipping security group creation."
             if cluster.default_security_group.is_none() && api_up && valid_identity {
-                match default_security_group::ensure(&self.clients, &cpo, cluster).await {
+                match default_security_group::ensure(&clients, &cpo, cluster).await {
                     Ok(id) => {
                         tracing::info!(cluster = %cluster.name, group = %id, "default security group ready");
                         written.push(condition(
@@ -323,9 +346,7 @@ impl Cloud {
             }
             all_well &= self.publish(cluster, &cpo).await;
             if cluster.guest_running() {
-                if let Err(message) =
-                    guest::ensure(&self.clients, cluster, &self.settings.region).await
-                {
+                if let Err(message) = guest::ensure(&clients, cluster, &clients.region).await {
                     tracing::warn!(cluster = %cluster.name, %message, "the guest's cloud resources");
                     all_well = false;
                 }
@@ -359,6 +380,7 @@ impl Cloud {
     /// PrivateLink for each private Service; whether all of it is well.
     async fn publish(&mut self, cluster: &Cluster, cpo: &iam::Cpo) -> bool {
         let mut all_well = true;
+        let clients = self.clients_for(cluster).await;
         let management = self.settings.management_cluster.clone();
         for service in cluster.private_services() {
             let mut state = self
@@ -366,7 +388,7 @@ impl Cloud {
                 .get(&cluster.uid)
                 .and_then(|m| m.published.get(service.name).cloned())
                 .unwrap_or_default();
-            match load_balancer::ensure(&self.clients, &management, cluster, &service).await {
+            match load_balancer::ensure(&clients, &management, cluster, &service).await {
                 Err(message) => {
                     tracing::warn!(cluster = %cluster.name, service = service.name, %message,
                                    "the management cluster's cloud provider cannot make the load balancer");
@@ -374,7 +396,7 @@ impl Cloud {
                 }
                 Ok(()) => {
                     state.exists = true;
-                    match endpoint_service::ensure(&self.clients, cluster, &service).await {
+                    match endpoint_service::ensure(&clients, cluster, &service).await {
                         Err(message) => {
                             all_well = false;
                             state.service = Some(Err(message));
@@ -382,7 +404,7 @@ impl Cloud {
                         Ok(name) => {
                             state.service = Some(Ok(()));
                             let result = endpoint::ensure(
-                                &self.clients,
+                                &clients,
                                 cpo,
                                 cluster,
                                 &service,
@@ -411,8 +433,9 @@ impl Cloud {
         if self.gate.is_done(&cluster.uid) || !self.due(cluster) {
             return;
         }
+        let clients = self.clients_for(cluster).await;
         let cpo = roles
-            .cpo(&self.clients, &cluster.cpo_role_arn, &cluster.issuer_url)
+            .cpo(&clients, &cluster.cpo_role_arn, &cluster.issuer_url)
             .await;
         let timeout = self.settings.guest_cleanup_timeout;
         let mut fresh = cleanup::GuestCleanup::default();
@@ -428,7 +451,7 @@ impl Cloud {
                 timeout,
             },
         };
-        let progress = cleanup::run(&self.clients, &cpo, cluster, deletion).await;
+        let progress = cleanup::run(&clients, &cpo, cluster, deletion).await;
         if !progress.conditions.is_empty() {
             write(shared, cluster, progress.conditions, None);
         }

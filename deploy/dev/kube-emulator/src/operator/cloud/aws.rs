@@ -18,6 +18,8 @@ use super::Settings;
 /// separately, before each call it would make: see `iam`).
 #[derive(Debug, Clone)]
 pub(super) struct Clients {
+    /// The region they call.
+    pub(super) region: String,
     pub(super) ec2: aws_sdk_ec2::Client,
     /// The classic ELB API (the guest's router load balancer).
     pub(super) elb: aws_sdk_elasticloadbalancing::Client,
@@ -52,6 +54,7 @@ impl Clients {
             .force_path_style(true)
             .build();
         Self {
+            region: settings.region.clone(),
             ec2: aws_sdk_ec2::Client::new(&sdk),
             elb: aws_sdk_elasticloadbalancing::Client::new(&sdk),
             elbv2: aws_sdk_elasticloadbalancingv2::Client::new(&sdk),

@@ -1,0 +1,110 @@
+//! A create's region is the region of every call it makes, whatever the server's own
+//! region: a cluster in us-west-2 made by a server configured for us-east-1 has its
+//! network, and what its guest makes, in us-west-2, and its destroy leaves nothing
+//! there (issue 19).
+
+use std::time::Duration;
+
+use aws_sdk_ec2::types::Filter;
+use serde_json::{json, Value};
+
+use crate::cluster_support::{
+    cluster_name, cluster_stack, create_input, prerequisites, server_with_key, wait_for_guest,
+};
+use crate::histories::history;
+use crate::support::unique;
+
+const REGION: &str = "us-west-2";
+const ZONES: [&str; 3] = ["us-west-2a", "us-west-2b", "us-west-2c"];
+
+async fn vpcs(ec2: &aws_sdk_ec2::Client, infra_id: &str) -> usize {
+    ec2.describe_vpcs()
+        .filters(
+            Filter::builder()
+                .name(format!("tag:kubernetes.io/cluster/{infra_id}"))
+                .values("owned")
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .vpcs()
+        .len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_is_made_and_destroyed_in_its_own_region() {
+    let Some(stack) = cluster_stack("a_cluster_is_made_and_destroyed_in_its_own_region").await
+    else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("region");
+    let pre = prerequisites(&stack.moto, &prefix.to_lowercase()).await;
+    let server = server_with_key(&stack, &prefix, &format!("{prefix}-key")).await;
+    let west = stack.moto.in_region(REGION);
+
+    let name = cluster_name("west");
+    let mut input = create_input(&name, &pre, 1);
+    input["region"] = json!(REGION);
+    input["zones"] = json!(ZONES);
+    input["endpoint_access"] = json!("Public");
+    input.as_object_mut().unwrap().remove("management");
+    input["node_pools"] = Value::Array(
+        ZONES
+            .iter()
+            .map(|zone| json!({"name": format!("{name}-{zone}"), "zone": zone, "replicas": 1}))
+            .collect(),
+    );
+    let create = format!("{prefix}-create");
+    let started = server
+        .start_workflow("create_hosted_cluster", &create, input)
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    let status = server
+        .wait_terminal(&create, Duration::from_secs(400))
+        .await;
+    let described = server.api("describe", json!({"workflow_id": create})).await;
+    assert_eq!(status, "completed", "{described}");
+    let infra_id = described["workflow"]["output"]["infra_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(described["workflow"]["output"]["region"], REGION);
+
+    // Every AWS call named the region; the network is there, not in the server's.
+    let events = history(&server, &create).await;
+    let aws_calls: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "ActivityScheduled")
+        .filter(|e| {
+            e["data"]["activity_type"]
+                .as_str()
+                .unwrap()
+                .starts_with("aws.")
+        })
+        .collect();
+    assert!(aws_calls.len() > 10, "{aws_calls:?}");
+    for call in &aws_calls {
+        assert_eq!(
+            call["data"]["input"]["aws_target"]["region"], REGION,
+            "{call}"
+        );
+    }
+    assert_eq!(vpcs(&west.ec2, &infra_id).await, 1);
+    assert_eq!(vpcs(&stack.moto.ec2, &infra_id).await, 0);
+    wait_for_guest(&west, &infra_id).await;
+
+    let destroy = format!("{prefix}-destroy");
+    server
+        .start_workflow("destroy_hosted_cluster", &destroy, json!({"cluster": name}))
+        .await;
+    let status = server
+        .wait_terminal(&destroy, Duration::from_secs(400))
+        .await;
+    let described = server
+        .api("describe", json!({"workflow_id": destroy}))
+        .await;
+    assert_eq!(status, "completed", "{described}");
+    assert_eq!(vpcs(&west.ec2, &infra_id).await, 0);
+}
