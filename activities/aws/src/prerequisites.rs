@@ -34,16 +34,8 @@ pub async fn check_prerequisites(
             ),
         ));
     }
-    crate::oidc::documents::check_bucket(aws, &request.oidc_bucket).await?;
-    let region = aws
-        .s3
-        .head_bucket()
-        .bucket(&request.oidc_bucket)
-        .send()
-        .await
-        .ok()
-        .and_then(|head| head.bucket_region().map(str::to_owned))
-        .unwrap_or_else(|| aws.region.clone());
+    // The bucket may be in another region than the cluster (the management cluster's).
+    let region = crate::oidc::documents::bucket_region(aws, &request.oidc_bucket).await?;
     if let Some(vpc_id) = &request.management_vpc_id {
         let in_vpc = aws_sdk_ec2::types::Filter::builder()
             .name("vpc-id")
@@ -58,7 +50,9 @@ pub async fn check_prerequisites(
             .map_err(from_sdk)?;
         if vpcs.vpcs().is_empty() {
             return Err(missing(format!(
-                "the management VPC {vpc_id} does not exist"
+                "the management VPC {vpc_id} does not exist in {}: PrivateLink needs the \
+                 management cluster's VPC in the cluster's region",
+                aws.region
             )));
         }
         let subnets = aws

@@ -407,6 +407,12 @@ async fn s3(
     infra_id: &str,
     found: &mut Vec<Leftover>,
 ) -> Result<(), ActivityFailure> {
+    // No bucket, no objects.
+    let aws = &match crate::oidc::documents::bucket_clients(aws, bucket).await {
+        Ok(clients) => clients,
+        Err(failure) if failure.kind == "OidcBucketMissing" => return Ok(()),
+        Err(failure) => return Err(failure),
+    };
     let mut token = None;
     loop {
         let page = aws

@@ -107,4 +107,16 @@ async fn a_cluster_is_made_and_destroyed_in_its_own_region() {
         .await;
     assert_eq!(status, "completed", "{described}");
     assert_eq!(vpcs(&west.ec2, &infra_id).await, 0);
+    // The destroy's own search for leftovers looked there too.
+    let searched = history(&server, &destroy)
+        .await
+        .into_iter()
+        .find(|e| {
+            e["type"] == "ActivityScheduled" && e["data"]["activity_type"] == "aws.find_leftovers"
+        })
+        .expect("the destroy searched for leftovers");
+    assert_eq!(
+        searched["data"]["input"]["aws_target"]["region"], REGION,
+        "{searched}"
+    );
 }

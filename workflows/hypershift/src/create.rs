@@ -37,7 +37,8 @@ use crate::{naming, network_plan, Delete};
 
 pub const TYPE: &str = "create_hosted_cluster";
 
-/// The patch after which a create checks its region is the AWS activities' region.
+/// The patch after which a create checks its region is the AWS activities' region (since
+/// `AWS_TARGETS` they are the create's own, so the check always holds).
 const REGION_CHECKED: &str = "region-checked";
 
 /// The patch after which a create registers the deletion of what the guest leaves.

@@ -7,7 +7,7 @@
 //! management cluster. Nothing left: the name is released. Something left: the
 //! workflow fails naming it, and the name stays taken.
 
-use crate::aws::target::{AwsCalls, AwsTarget, TARGET_FIELD};
+use crate::aws::target::{AwsCalls, AwsTarget, AWS_TARGETS};
 use std::cmp::Reverse;
 
 use hcpflow_engine::{Activity, WorkflowContext, WorkflowError};
@@ -131,13 +131,15 @@ pub async fn destroy_hosted_cluster(
         .get("oidc_bucket")
         .and_then(|b| b.as_str())
         .map(str::to_owned);
-    // Where the create's AWS calls went (its compensations say; none for creates
-    // recorded before targets), the search goes too.
-    let target = live
-        .compensations
-        .iter()
-        .find_map(|c| c.input.get(TARGET_FIELD).cloned())
-        .and_then(|target| serde_json::from_value::<AwsTarget>(target).ok());
+    // Since the patch the search goes to the cluster's region, where the create's calls
+    // went (a create recorded before targets could only be made in the server's own).
+    let target = ctx
+        .patched(AWS_TARGETS)
+        .then(|| live.create_input.get("region").and_then(|r| r.as_str()))
+        .flatten()
+        .map(|region| AwsTarget {
+            region: region.to_owned(),
+        });
     let mut leftovers = AwsCalls::new(&ctx, target)
         .call(FindLeftovers {
             infra_id: cluster.infra_id.clone(),

@@ -8,7 +8,7 @@ use hcpflow_engine::scrub_quoted;
 use serde::{Deserialize, Serialize};
 
 use crate::network_plan;
-use crate::pull_secret_ref::PullSecretRef;
+use crate::pull_secret_ref::{is_region, PullSecretRef};
 use crate::resource_tags::ResourceTags;
 use crate::shape::{self, optional, required, Field, Kind};
 
@@ -324,8 +324,11 @@ impl<S> CreateClusterInput<S> {
                 ));
             }
         }
-        if self.region.trim().is_empty() {
-            problem("region: must not be empty".into());
+        if !is_region(&self.region) {
+            problem(format!(
+                "region: {:?} is not an AWS region (us-east-1, eu-central-1, ...)",
+                self.region
+            ));
         }
         let mut seen = BTreeSet::new();
         for zone in &self.zones {
@@ -704,6 +707,19 @@ mod tests {
                 "replicas: must be an integer, not a string"
             ]
         );
+    }
+
+    #[test]
+    fn a_region_is_an_aws_region() {
+        let mut input = valid();
+        input["region"] = json!("useast1");
+        let problems = validate_create(&input).unwrap_err().join("; ");
+        assert!(
+            problems.contains("region: \"useast1\" is not an AWS region"),
+            "{problems}"
+        );
+        input["region"] = json!("us-gov-west-1");
+        assert_eq!(validate_create(&input), Ok(()));
     }
 
     #[test]

@@ -153,7 +153,7 @@ impl<'a> SecretsManagerArn<'a> {
 
 /// `us-east-1`, `eu-central-2`, `us-gov-west-1`: lowercase words, then a number. A typo
 /// here would otherwise be a DNS failure retried until the policy gives up.
-fn is_region(region: &str) -> bool {
+pub(crate) fn is_region(region: &str) -> bool {
     let mut words: Vec<&str> = region.split('-').collect();
     let number = words.pop().unwrap_or_default();
     words.len() >= 2

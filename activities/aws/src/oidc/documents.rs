@@ -34,6 +34,7 @@ pub async fn publish_oidc_documents(
     scope: &Scope<'_>,
     request: &PublishOidcDocuments,
 ) -> Result<OidcDocuments, ActivityFailure> {
+    let aws = &bucket_clients(aws, &request.bucket).await?;
     check_bucket(aws, &request.bucket).await?;
     let issuer = issuer_url(&request.bucket, &request.bucket_region, &request.infra_id);
     let jwks = serde_json::json!({ "keys": [request.jwk.to_json()] });
@@ -71,21 +72,53 @@ pub async fn publish_oidc_documents(
 pub async fn check_bucket(aws: &AwsClients, bucket: &str) -> Result<(), ActivityFailure> {
     match aws.s3.head_bucket().bucket(bucket).send().await {
         Ok(_) => Ok(()),
+        Err(error) => Err(not_found_is_missing(bucket, from_sdk(error))),
+    }
+}
+
+fn not_found_is_missing(bucket: &str, error: crate::error::AwsError) -> ActivityFailure {
+    if error.is_not_found() {
+        ActivityFailure::permanent(
+            "OidcBucketMissing",
+            format!(
+                "the OIDC bucket {bucket:?} does not exist: create it (public read by \
+                 bucket policy) before the cluster; it is a prerequisite"
+            ),
+        )
+    } else {
+        error.into()
+    }
+}
+/// The region `bucket` is in. HeadBucket answers it from any region: in its
+/// `x-amz-bucket-region` header, on success or on the 301 a regional endpoint answers
+/// for a bucket elsewhere (the Rust SDK does not follow that redirect).
+pub async fn bucket_region(aws: &AwsClients, bucket: &str) -> Result<String, ActivityFailure> {
+    match aws.s3.head_bucket().bucket(bucket).send().await {
+        Ok(head) => Ok(head
+            .bucket_region()
+            .map_or_else(|| aws.region.clone(), str::to_owned)),
         Err(error) => {
-            let error = from_sdk(error);
-            if error.is_not_found() {
-                Err(ActivityFailure::permanent(
-                    "OidcBucketMissing",
-                    format!(
-                        "the OIDC bucket {bucket:?} does not exist: create it (public read by \
-                         bucket policy) before the cluster; it is a prerequisite"
-                    ),
-                ))
-            } else {
-                Err(error.into())
+            let elsewhere = error
+                .raw_response()
+                .and_then(|raw| raw.headers().get("x-amz-bucket-region"))
+                .map(str::to_owned);
+            match elsewhere {
+                Some(region) => Ok(region),
+                None => Err(not_found_is_missing(bucket, from_sdk(error))),
             }
         }
     }
+}
+
+/// The clients of `bucket`'s region: S3 calls on the OIDC bucket go there, wherever the
+/// cluster is.
+pub async fn bucket_clients(aws: &AwsClients, bucket: &str) -> Result<AwsClients, ActivityFailure> {
+    let region = bucket_region(aws, bucket).await?;
+    Ok(if region == aws.region {
+        aws.clone()
+    } else {
+        aws.in_region(&region)
+    })
 }
 
 /// Deletes both documents; documents (or a bucket) already gone are done.
@@ -94,6 +127,12 @@ pub async fn delete_oidc_documents(
     scope: &Scope<'_>,
     documents: &OidcDocuments,
 ) -> Result<(), ActivityFailure> {
+    // A bucket already gone holds nothing to delete.
+    let aws = &match bucket_clients(aws, &documents.bucket).await {
+        Ok(clients) => clients,
+        Err(failure) if failure.kind == "OidcBucketMissing" => return Ok(()),
+        Err(failure) => return Err(failure),
+    };
     for key in &documents.keys {
         // S3 answers a delete of a missing object with success, so ask first to keep
         // the ledger honest.

@@ -219,7 +219,6 @@ impl Cloud {
         self.memory.retain(|uid, _| seen.contains(uid));
     }
 
-    /// The inputs whose change makes a HostedCluster due at once.
     /// The clients of `cluster`'s region (the management cluster's own when it names none).
     async fn clients_for(&mut self, cluster: &Cluster) -> Clients {
         let region = cluster.region.as_str();
@@ -238,6 +237,7 @@ impl Cloud {
         clients
     }
 
+    /// The inputs whose change makes a HostedCluster due at once.
     fn inputs(cluster: &Cluster) -> String {
         let watched: Vec<String> = [
             "ValidConfiguration",
