@@ -89,20 +89,14 @@ async fn migrate_bounds_every_stream() {
     // `migrate` brings the limits to what it is told.
     let mut env: Vec<(String, String)> = server.env.clone();
     env.retain(|(k, _)| k.starts_with("HCPFLOW_"));
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_hcpflow"))
-        .args([
-            "migrate",
-            "--prefix",
-            &server.prefix,
-            "--stream-max-bytes",
-            "10000000",
-        ])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .envs(env)
-        .output()
-        .await
-        .unwrap();
+    let args = [
+        "migrate",
+        "--prefix",
+        &server.prefix,
+        "--stream-max-bytes",
+        "10000000",
+    ];
+    let output = crate::support::hcpflow(&args, env).output().await.unwrap();
     assert!(
         output.status.success(),
         "{}",

@@ -186,14 +186,13 @@ async fn every_role_under_its_own_user_can_do_its_work_and_nothing_else() {
     .await;
 
     // `migrate`, as the migrate user, makes the streams (with the database owner's URL).
-    let migrated = tokio::process::Command::new(env!("CARGO_BIN_EXE_hcpflow"))
-        .args(["migrate", "--prefix", &prefix])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .envs(users.process_env(&env, &nats.url, &name("migrate")))
-        .output()
-        .await
-        .unwrap();
+    let migrated = crate::support::hcpflow(
+        &["migrate", "--prefix", &prefix],
+        users.process_env(&env, &nats.url, &name("migrate")),
+    )
+    .output()
+    .await
+    .unwrap();
     assert!(
         migrated.status.success(),
         "{}",

@@ -213,15 +213,11 @@ async fn a_create_completes_across_a_seal_key_rotation_between_two_processes() {
 
 /// `hcpflow seal status -o json` with this environment's database and keys.
 async fn seal_status(env: &[(String, String)]) -> std::process::Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_hcpflow"))
-        .args(["seal", "status", "-o", "json"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .envs(
-            env.iter()
-                .filter(|(k, _)| k.starts_with("HCPFLOW_"))
-                .cloned(),
-        )
+    let hcpflow_env = env
+        .iter()
+        .filter(|(k, _)| k.starts_with("HCPFLOW_"))
+        .cloned();
+    crate::support::hcpflow(&["seal", "status", "-o", "json"], hcpflow_env)
         .output()
         .await
         .unwrap()
@@ -249,11 +245,7 @@ async fn a_wrong_key_under_a_known_id_stops_the_server_at_start() {
     let wrong = keyed(&env, &format!("k1:{}", key(9)), Some(&key(3)));
     let started = tokio::time::timeout(
         Duration::from_secs(60),
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_hcpflow"))
-            .args(["server", "--prefix", &prefix])
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .envs(wrong.iter().cloned())
+        crate::support::hcpflow(&["server", "--prefix", &prefix], wrong.iter().cloned())
             .kill_on_drop(true)
             .output(),
     )

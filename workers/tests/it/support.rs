@@ -397,6 +397,23 @@ impl Server {
     }
 }
 
+/// The `hcpflow` binary with `args` and exactly `env` (and `PATH`): nothing else of the
+/// test's own environment leaks in.
+pub(crate) fn hcpflow<I, K, V>(args: &[&str], env: I) -> tokio::process::Command
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<std::ffi::OsStr>,
+    V: AsRef<std::ffi::OsStr>,
+{
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_hcpflow"));
+    command
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env);
+    command
+}
+
 /// Runs the `hcpflow` command as a user would, against `server` (its NATS and prefix,
 /// and the audit key to derive the public key from).
 pub(crate) async fn run_cli(server: &Server, args: &[&str]) -> std::process::Output {
