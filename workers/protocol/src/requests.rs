@@ -33,8 +33,8 @@ pub const VERBS: [&str; 9] = [
     VerifyRequest::VERB,
 ];
 
-/// Starts a workflow, as the API and the submit stream take it; a parent workflow sends
-/// one to the submit stream to start a child.
+/// Starts a workflow, as the API and the submit stream take it; the server sends one on
+/// the internal `<prefix>.task.child` to start a parent's child.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StartRequest {
     pub workflow_type: String,

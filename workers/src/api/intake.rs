@@ -261,11 +261,11 @@ impl Intake {
 
     /// A start that says it is a child must be the one its parent's history started
     /// (`ChildStarted` at that seq, with this id, type and input); a start that does not
-    /// say so may not take an id a parent's history reserved for its child. Clients can
-    /// reach the submit stream, so neither claim is taken on trust.
+    /// say so may not take an id a parent's history reserved for its child. Neither claim
+    /// is taken on trust, whatever subject the start came on.
     ///
     /// Returns the tenant the workflow belongs to: the caller's, or for a child its
-    /// parent's (a named tenant may not start a child of another tenant's workflow).
+    /// parent's.
     async fn check_child_claims(
         &self,
         caller: &TenantId,

@@ -35,6 +35,24 @@ pub enum SubmissionSource {
     Children,
 }
 
+impl SubmissionSource {
+    /// The verb its starts come with.
+    pub fn verb(self) -> StartVerb {
+        match self {
+            SubmissionSource::Clients => StartVerb::Start,
+            SubmissionSource::Children => StartVerb::Child,
+        }
+    }
+
+    /// Where its refused starts are recorded (`<prefix>.deadletter.<this>`).
+    pub fn dead_letter_source(self) -> &'static str {
+        match self {
+            SubmissionSource::Clients => "submit",
+            SubmissionSource::Children => "children",
+        }
+    }
+}
+
 /// One durable consumer of the intake: where it reads, its name, and whose starts.
 #[derive(Debug, Clone)]
 pub struct IntakeConsumer {
@@ -136,11 +154,10 @@ impl Submissions {
         if request.workflow_id.is_none() {
             request.workflow_id = submission_id(&tenant, message);
         }
-        let verb = match self.source {
-            SubmissionSource::Clients => StartVerb::Start,
-            SubmissionSource::Children => StartVerb::Child,
-        };
-        self.intake.start(&tenant, verb, request).await.map(|_| ())
+        self.intake
+            .start(&tenant, self.source.verb(), request)
+            .await
+            .map(|_| ())
     }
 
     async fn dead_letter(
@@ -150,14 +167,10 @@ impl Submissions {
         error: &ApiError,
     ) -> anyhow::Result<()> {
         let journal = &self.intake.journal;
-        let source = match self.source {
-            SubmissionSource::Clients => "submit",
-            SubmissionSource::Children => "children",
-        };
         DeadLetters::new(
             journal.js.clone(),
             &journal.outgoing.subjects,
-            source,
+            self.source.dead_letter_source(),
             journal.metrics.clone(),
         )
         .record(subject, body, error.code.as_str(), &error.message)

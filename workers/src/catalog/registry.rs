@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::catalog::activities::ActivityRegistry;
 
-pub(crate) fn store_failure(doing: &str, error: StoreError) -> ActivityFailure {
+fn store_failure(doing: &str, error: StoreError) -> ActivityFailure {
     let message = format!("{doing}: {error}");
     if error.is_retryable() {
         ActivityFailure::retryable("Database", message)

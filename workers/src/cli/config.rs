@@ -218,15 +218,15 @@ pub struct ConfigArgs {
     pub allowed_release_registries: Option<Vec<String>>,
     /// Pull secret references a tenant may name, comma-separated:
     /// `TENANT=kubernetes:NAMESPACE` (any Secret of that management-cluster namespace) or
-    /// `TENANT=arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME` (a trailing `*` allows a
-    /// prefix). None by default.
+    /// `TENANT=arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME` (`.../PATH/*` allows every
+    /// secret under a path). None by default.
     #[arg(
         long = "allow-secret-ref",
         env = "HCPFLOW_ALLOW_SECRET_REFS",
         value_delimiter = ','
     )]
     pub allow_secret_refs: Option<Vec<String>>,
-    /// The AWS region of the hosted clusters' resources.
+    /// The AWS clients' home region (a create's calls go to the create's own region).
     #[arg(long, env = "AWS_REGION")]
     pub aws_region: Option<String>,
     /// One endpoint for every AWS service (moto, or a proxy); unset for real AWS.
@@ -691,11 +691,10 @@ fn key_layered(
     match (value, path) {
         (Some(_), Some(_)) => bail!("{name} and {name}_FILE are both set: give one"),
         (Some(value), None) => Ok(Some(Secret::new(value.clone()))),
-        (None, Some(path)) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("{name}_FILE: reading {}", path.display()))?;
-            Ok(Some(Secret::new(text.trim().to_owned())))
-        }
+        (None, Some(path)) => Ok(Some(crate::runtime::key_reload::read_key_file(
+            &format!("{name}_FILE"),
+            path,
+        )?)),
         (None, None) => Ok(from_config),
     }
 }

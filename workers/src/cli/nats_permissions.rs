@@ -9,7 +9,12 @@
 use std::fmt::Write as _;
 
 use crate::api::submit::intake_consumers;
+use crate::runtime::{dead_letter, nats};
 use hcpflow_engine::TenantId;
+use hcpflow_protocol::requests::{
+    ApiRequest, CancelRequest, ClustersRequest, DescribeRequest, DestroyRequest, HistoryRequest,
+    ListRequest, SignalRequest, StartRequest, VerifyRequest,
+};
 use hcpflow_protocol::{StreamRole, Subjects};
 
 /// The NATS account every hcpflow user lives in (JetStream enabled).
@@ -115,13 +120,33 @@ impl ClientRole {
     }
 
     fn verbs(self) -> &'static [&'static str] {
-        const READ: [&str; 5] = ["describe", "list", "history", "clusters", "verify"];
+        const READ: [&str; 5] = [
+            DescribeRequest::VERB,
+            ListRequest::VERB,
+            HistoryRequest::VERB,
+            ClustersRequest::VERB,
+            VerifyRequest::VERB,
+        ];
         const OPERATE: [&str; 8] = [
-            "describe", "list", "history", "clusters", "verify", "start", "signal", "cancel",
+            DescribeRequest::VERB,
+            ListRequest::VERB,
+            HistoryRequest::VERB,
+            ClustersRequest::VERB,
+            VerifyRequest::VERB,
+            StartRequest::VERB,
+            SignalRequest::VERB,
+            CancelRequest::VERB,
         ];
         const ADMINISTER: [&str; 9] = [
-            "describe", "list", "history", "clusters", "verify", "start", "signal", "cancel",
-            "destroy",
+            DescribeRequest::VERB,
+            ListRequest::VERB,
+            HistoryRequest::VERB,
+            ClustersRequest::VERB,
+            VerifyRequest::VERB,
+            StartRequest::VERB,
+            SignalRequest::VERB,
+            CancelRequest::VERB,
+            DestroyRequest::VERB,
         ];
         match self {
             ClientRole::Reader => &READ,
@@ -162,7 +187,6 @@ impl Deployment {
 
     fn process_user(&self, processes: &[Process], role: &str, purpose: &str) -> NatsUser {
         let s = &self.subjects;
-        let p = s.prefix();
         let mut user = NatsUser {
             name: self.user_name(role),
             purpose: purpose.to_owned(),
@@ -195,20 +219,21 @@ impl Deployment {
                     ));
                     for intake in intake_consumers(s) {
                         consume(&mut user, &s.stream(intake.stream), intake.durable);
+                        let refused = s.dead_letter(intake.source.dead_letter_source());
+                        user.publish.push(refused);
                     }
-                    user.publish.push(format!("{p}.deadletter.submit"));
-                    user.publish.push(format!("{p}.deadletter.children"));
                 }
                 Process::Workflow => {
-                    consume(&mut user, &s.stream(StreamRole::Tasks), "workflow");
-                    user.publish.push(format!("{p}.deadletter.tasks"));
+                    let tasks = s.stream(StreamRole::Tasks);
+                    consume(&mut user, &tasks, nats::WORKFLOW_CONSUMER);
+                    user.publish.push(s.dead_letter(dead_letter::TASKS));
                 }
                 Process::Activity => {
                     for queue in &self.task_queues {
-                        let durable = format!("activity-{queue}");
-                        consume(&mut user, &s.stream(StreamRole::Tasks), &durable);
+                        let tasks = s.stream(StreamRole::Tasks);
+                        consume(&mut user, &tasks, &nats::activity_consumer(queue));
                     }
-                    user.publish.push(format!("{p}.deadletter.tasks"));
+                    user.publish.push(s.dead_letter(dead_letter::TASKS));
                 }
                 Process::Relay => user.publish.push(s.audit_all()),
                 Process::Timer => {}
@@ -249,11 +274,7 @@ impl Deployment {
             user.publish.push(s.tenant_submit_start(tenant));
         }
         // Following a workflow's progress: the tenant's events only.
-        user.subscribe.push(if tenant.is_default() {
-            format!("{}.events.*", s.prefix())
-        } else {
-            format!("{}.events.{tenant}.*", s.prefix())
-        });
+        user.subscribe.push(s.events(tenant, "*"));
         user.publish.sort();
         user.subscribe.sort();
         user

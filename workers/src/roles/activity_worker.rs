@@ -149,7 +149,7 @@ impl ActivityWorker {
             DeadLetters::new(
                 self.journal.js.clone(),
                 &self.journal.outgoing.subjects,
-                "tasks",
+                crate::runtime::dead_letter::TASKS,
                 self.journal.metrics.clone(),
             ),
             move |message, task| {
@@ -217,10 +217,8 @@ impl ActivityWorker {
             Ok(()) | Err(TaskError::LostClaim { .. }) => self.journal.mark_outbox_done(outbox_id),
             Err(error) => {
                 tracing::warn!(workflow_id = %task.workflow_id, seq = task.scheduled_seq.get(), %error, "recording a local activity failed; the relay will publish its task");
+                // The attempt's claim was given up by `attempt_guarded`.
                 let store = &self.journal.store;
-                if let Err(error) = store.release_attempt_claim(&claim).await {
-                    tracing::warn!(outbox_id, %error, "releasing a local attempt's claim failed; another runner takes it when the lease runs out");
-                }
                 if let Err(error) = store.release_outbox_claim(outbox_id, &claimer).await {
                     tracing::warn!(outbox_id, %error, "releasing a local task's claim failed; it is published when the lease runs out");
                 }
@@ -235,11 +233,6 @@ impl ActivityWorker {
             return;
         };
         let outcome = self.run_while_claimed(&message, &task, &claim).await;
-        // Not recorded (a store error, say): let the retry take the attempt at once
-        // rather than wait out this runner's lease.
-        if matches!(&outcome, Err(error) if !matches!(error, TaskError::LostClaim { .. })) {
-            self.release(&claim).await;
-        }
         settle(
             &self.journal,
             &message,
@@ -383,10 +376,20 @@ impl ActivityWorker {
         task: &ActivityTask,
         claim: Option<AttemptClaim>,
     ) -> Result<(), TaskError> {
-        AssertUnwindSafe(self.attempt(task, claim))
+        let outcome = AssertUnwindSafe(self.attempt(task, claim.clone()))
             .catch_unwind()
             .await
-            .unwrap_or_else(|payload| Err(TaskError::panicked(&task.workflow_id, payload.as_ref())))
+            .unwrap_or_else(|payload| {
+                Err(TaskError::panicked(&task.workflow_id, payload.as_ref()))
+            });
+        // Not recorded (a store error, a panic): the retry takes the attempt at once
+        // rather than wait out this runner's lease. A lost claim is another runner's.
+        if let (Err(error), Some(claim)) = (&outcome, &claim) {
+            if !matches!(error, TaskError::LostClaim { .. }) {
+                self.release(claim).await;
+            }
+        }
+        outcome
     }
 
     /// Runs the attempt and records its outcome — once: a second outcome for the same
@@ -423,13 +426,9 @@ impl ActivityWorker {
                         format!("attempt ran longer than its start-to-close timeout of {limit:?}"),
                     )),
                     // A bug, not an outcome: nothing is recorded, the claim is given
-                    // up, and the task's disposition retries it, then blocks.
-                    Err(payload) => {
-                        if let Some(claim) = &claim {
-                            let _ = self.journal.store.release_attempt_claim(claim).await;
-                        }
-                        return Err(TaskError::panicked(&id, payload.as_ref()));
-                    }
+                    // up (by `attempt_guarded`), and the task's disposition retries
+                    // it, then blocks.
+                    Err(payload) => return Err(TaskError::panicked(&id, payload.as_ref())),
                 }
             }
         };

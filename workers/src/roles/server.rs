@@ -340,7 +340,7 @@ impl Process {
         let consumer = durable_consumer(
             &self.js,
             &self.subjects.stream(StreamRole::Tasks),
-            "workflow",
+            nats::WORKFLOW_CONSUMER,
             self.subjects.workflow_tasks(),
         )
         .await?;
@@ -364,7 +364,7 @@ impl Process {
             let consumer = durable_consumer(
                 &self.js,
                 &self.subjects.stream(StreamRole::Tasks),
-                &format!("activity-{queue}"),
+                &nats::activity_consumer(queue),
                 self.subjects.activity_tasks(queue),
             )
             .await?;

@@ -54,7 +54,7 @@ impl WorkflowWorker {
             DeadLetters::new(
                 self.journal.js.clone(),
                 &self.journal.outgoing.subjects,
-                "tasks",
+                crate::runtime::dead_letter::TASKS,
                 self.journal.metrics.clone(),
             ),
             move |message, task| {

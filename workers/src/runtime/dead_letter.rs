@@ -9,6 +9,9 @@ use serde_json::{json, Value};
 use crate::runtime::metrics::Metrics;
 use hcpflow_protocol::Subjects;
 
+/// The source of refused task messages (workflow and activity tasks).
+pub const TASKS: &str = "tasks";
+
 /// Records refused messages on `<prefix>.deadletter.<source>`.
 #[derive(Debug, Clone)]
 pub struct DeadLetters {

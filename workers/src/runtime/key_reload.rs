@@ -11,14 +11,13 @@ use anyhow::Context;
 use hcpflow_engine::{Keyring, SealKeys};
 use hcpflow_eventstore::EventStore;
 use hcpflow_protocol::Secret;
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use crate::runtime::seal_key_check::check_seal_keys;
 
 /// The key files a process was given (`None`: that key came some other way and stays).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone)]
 pub struct KeyFiles {
     pub seal: Option<PathBuf>,
     pub input_digest: Option<PathBuf>,
@@ -123,6 +122,14 @@ pub async fn reload_on_change(
     }
 }
 
+/// A key as its file `name` (`HCPFLOW_SEAL_KEY_FILE`, ...) holds it, surrounding
+/// whitespace dropped; an unreadable file is an error naming the setting and the path.
+pub fn read_key_file(name: &str, path: &std::path::Path) -> anyhow::Result<Secret> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{name}: reading {}", path.display()))?;
+    Ok(Secret::new(text.trim().to_owned()))
+}
+
 /// Whether the refusal came from a store error that may pass.
 fn is_passing(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
@@ -137,17 +144,12 @@ async fn load(
     input_digest: Option<&Secret>,
     store: &EventStore,
 ) -> anyhow::Result<Keyring> {
-    let read = |path: &PathBuf, name: &str| -> anyhow::Result<Secret> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("{name}: reading {}", path.display()))?;
-        Ok(Secret::new(text.trim().to_owned()))
-    };
     let seal = match &files.seal {
-        Some(path) => read(path, "HCPFLOW_SEAL_KEY_FILE")?,
+        Some(path) => read_key_file("HCPFLOW_SEAL_KEY_FILE", path)?,
         None => anyhow::bail!("no seal key file"),
     };
     let digest = match &files.input_digest {
-        Some(path) => Some(read(path, "HCPFLOW_INPUT_DIGEST_KEY_FILE")?),
+        Some(path) => Some(read_key_file("HCPFLOW_INPUT_DIGEST_KEY_FILE", path)?),
         None => input_digest.cloned(),
     };
     let keyring = keyring(&seal, digest.as_ref())?;

@@ -11,6 +11,14 @@ use hcpflow_protocol::subjects::{StreamRole, Subjects};
 
 /// How long a worker may hold a task without a heartbeat before NATS redelivers it.
 pub const ACK_WAIT: Duration = Duration::from_secs(30);
+
+/// The durable consumer of workflow tasks, shared by every workflow worker.
+pub const WORKFLOW_CONSUMER: &str = "workflow";
+
+/// The durable consumer of one activity task queue.
+pub fn activity_consumer(queue: &str) -> String {
+    format!("activity-{queue}")
+}
 /// How long a `Nats-Msg-Id` is remembered on the task stream.
 pub const TASK_DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
 
