@@ -17,8 +17,8 @@ fn missing(what: String) -> ActivityFailure {
 }
 
 /// Errors: a permanent `RegionMismatch` when the cluster's region is not the one these
-/// clients call (everything would be made in the wrong region, and the HostedCluster
-/// would name a region its VPC is not in); a permanent `OidcBucketMissing` or
+/// clients call (since region targets the clients are the cluster's region's, so only a
+/// create recorded before them can meet it); a permanent `OidcBucketMissing` or
 /// `MissingPrerequisite` naming what is missing; AWS errors classified as usual.
 pub async fn check_prerequisites(
     aws: &AwsClients,

@@ -23,6 +23,7 @@ use crate::delete::delete_and_wait;
 use crate::dispatch::KubeActivities;
 use crate::error::failure;
 use crate::resources::{ledger_ref, FIELD_MANAGER, SAFE_TO_DELETE_LABEL};
+use crate::secret_refs::DOCKERCONFIGJSON_TYPE;
 use crate::signing_key;
 
 /// The length of an AES-CBC etcd encryption key.
@@ -141,7 +142,7 @@ pub async fn apply_secrets(
         secret(
             request,
             &names.pull_secret,
-            "kubernetes.io/dockerconfigjson",
+            DOCKERCONFIGJSON_TYPE,
             BTreeMap::from([(DOCKERCONFIGJSON_KEY.to_owned(), pull_secret.into_bytes())]),
         ),
         secret(

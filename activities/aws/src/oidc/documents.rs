@@ -34,7 +34,12 @@ pub async fn publish_oidc_documents(
     scope: &Scope<'_>,
     request: &PublishOidcDocuments,
 ) -> Result<OidcDocuments, ActivityFailure> {
-    let aws = &bucket_clients(aws, &request.bucket).await?;
+    // The bucket's region was found by the create's prerequisites check.
+    let aws = &if request.bucket_region == aws.region {
+        aws.clone()
+    } else {
+        aws.in_region(&request.bucket_region)
+    };
     check_bucket(aws, &request.bucket).await?;
     let issuer = issuer_url(&request.bucket, &request.bucket_region, &request.infra_id);
     let jwks = serde_json::json!({ "keys": [request.jwk.to_json()] });

@@ -38,8 +38,9 @@
 //! - `hcpflow.io/emulator-stall-at: <n>` — the NodePool stops at n replicas;
 //! - `hcpflow.io/emulator-deletion-hangs: "true"` — the finalizer is never removed;
 //! - `hcpflow.io/emulator-guest-unreachable: "true"` — on deletion the control plane
-//!   cannot reach the guest's API server, so it skips the guest's cloud resources (as
-//!   the real one does with `KubeAPIServerAvailable` False) and leaves them to the
+//!   cannot reach the guest cluster, so it skips the guest's cloud resources (as the
+//!   real HCCO does once it gives up, `Cleanup skipped: MaxConnectionFailuresExceeded`;
+//!   the emulator skips the failing passes before that) and leaves them to the
 //!   destroy's own cleanup.
 //!
 //! The installation (`install`): the operator's Deployment as `hypershift install`

@@ -377,10 +377,14 @@ impl Cloud {
         self.schedule(cluster, all_well || !reconciled);
     }
 
-    /// PrivateLink for each private Service; whether all of it is well.
+    /// PrivateLink for each private Service; whether all of it is well. The load
+    /// balancer and endpoint service are the hypershift-operator's, in the management
+    /// cluster's region (its own `AWS_REGION`); the endpoint is the control-plane-
+    /// operator's, in the cluster's (`spec.platform.aws.region`).
     async fn publish(&mut self, cluster: &Cluster, cpo: &iam::Cpo) -> bool {
         let mut all_well = true;
-        let clients = self.clients_for(cluster).await;
+        let guest_side = self.clients_for(cluster).await;
+        let clients = self.clients.clone();
         let management = self.settings.management_cluster.clone();
         for service in cluster.private_services() {
             let mut state = self
@@ -404,7 +408,7 @@ impl Cloud {
                         Ok(name) => {
                             state.service = Some(Ok(()));
                             let result = endpoint::ensure(
-                                &clients,
+                                &guest_side,
                                 cpo,
                                 cluster,
                                 &service,

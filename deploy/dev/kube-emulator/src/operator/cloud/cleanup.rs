@@ -260,12 +260,21 @@ async fn guest_cleanup(
             return (given_up, true);
         }
     }
-    if !cluster.is("KubeAPIServerAvailable", "True") || cluster.guest_unreachable {
+    // `cleanup_tracker.go` `ShouldSkipCleanup`: no kube-apiserver, or (the HCCO's
+    // `resources.go`) too many failures to reach the guest.
+    let skipped_because = if !cluster.is("KubeAPIServerAvailable", "True") {
+        Some("KubeAPIServerUnavailable")
+    } else if cluster.guest_unreachable {
+        Some("MaxConnectionFailuresExceeded")
+    } else {
+        None
+    };
+    if let Some(why) = skipped_because {
         let skipped = condition(
             CLOUD_RESOURCES_DESTROYED,
             "False",
             "CloudResourcesCleanupSkipped",
-            "Cleanup skipped: KubeAPIServerUnavailable",
+            &format!("Cleanup skipped: {why}"),
             generation,
         );
         return (skipped, true);
