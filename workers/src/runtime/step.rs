@@ -90,16 +90,11 @@ impl Journal {
             .store
             .append_locked(id, |summary, stored| {
                 tries += 1;
-                let mut decode_and_decide = || {
+                // Decoding a long history read from the store is CPU work too.
+                off_the_async_workers(stored.len(), || {
                     let history = decode(stored)?;
                     Ok(self.decide(id, summary, history, &mut inputs, now))
-                };
-                // Decoding a long history read from the store is CPU work too.
-                if stored.len() >= LONG_HISTORY && on_multi_thread_runtime() {
-                    tokio::task::block_in_place(decode_and_decide)
-                } else {
-                    decode_and_decide()
-                }
+                })
             })
             .await?;
         if tries > 1 {
@@ -111,6 +106,21 @@ impl Journal {
     /// Decides a step on `history` (see [`decide`]): the batch to append, if any, with
     /// the activity tasks this process reserved to run itself.
     fn decide(
+        &self,
+        id: &WorkflowId,
+        summary: &WorkflowSummary,
+        history: Vec<HistoryEvent>,
+        inputs: &mut impl FnMut(&WorkflowSummary, &[HistoryEvent]) -> Option<Write>,
+        now: chrono::DateTime<Utc>,
+    ) -> (Option<AppendBatch>, Decision) {
+        // Replaying a long history is milliseconds of CPU, and so is looking through it
+        // for the inputs to record.
+        off_the_async_workers(history.len(), || {
+            self.decide_here(id, summary, history, inputs, now)
+        })
+    }
+
+    fn decide_here(
         &self,
         id: &WorkflowId,
         summary: &WorkflowSummary,
@@ -137,15 +147,7 @@ impl Journal {
             registry: self.catalog.as_ref().map(|catalog| catalog.registry()),
             outgoing: &self.outgoing,
         };
-        let long = step.history.len() >= LONG_HISTORY;
-        let decide = || decider.decide(step, write, Box::new(OsEntropy));
-        let decided = if long && on_multi_thread_runtime() {
-            // Replaying a long history is milliseconds of CPU: let the runtime move the
-            // other tasks of this worker thread elsewhere meanwhile.
-            tokio::task::block_in_place(decide)
-        } else {
-            decide()
-        };
+        let decided = decider.decide(step, write, Box::new(OsEntropy));
         let decision = Decision {
             seen: decided.history_after.map(|history| CachedHistory {
                 summary: summary.clone(),
@@ -234,23 +236,32 @@ fn decode(stored: &[StoredEvent]) -> Result<Vec<HistoryEvent>, StoreError> {
     stored.iter().map(StoredEvent::to_history_event).collect()
 }
 
-/// From how many events a replay runs as blocking work.
+/// From how many events a step's decision runs as blocking work.
 const LONG_HISTORY: usize = 500;
 
-/// `block_in_place` needs the multi-threaded runtime (the server's); tests may run on
-/// the current-thread one.
-fn on_multi_thread_runtime() -> bool {
-    tokio::runtime::Handle::try_current()
-        .is_ok_and(|handle| handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+/// Runs `work` on a history of `events` events. For a long history, the runtime first
+/// moves the other tasks of this async worker thread elsewhere, so that they are not
+/// held up by milliseconds of CPU (`block_in_place`; a call nested in another runs as
+/// it is). `block_in_place` needs the multi-threaded runtime, the server's; tests may
+/// run on the current-thread one.
+fn off_the_async_workers<R>(events: usize, work: impl FnOnce() -> R) -> R {
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|handle| handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if events >= LONG_HISTORY && multi_thread {
+        tokio::task::block_in_place(work)
+    } else {
+        work()
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    /// A long history is decoded inside `block_in_place` and replayed inside another.
+    /// A long history is decoded inside `block_in_place` and decided inside another.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn blocking_work_may_nest() {
-        assert!(super::on_multi_thread_runtime());
-        let n = tokio::task::block_in_place(|| tokio::task::block_in_place(|| 7));
+        let n = super::off_the_async_workers(super::LONG_HISTORY, || {
+            super::off_the_async_workers(super::LONG_HISTORY, || 7)
+        });
         assert_eq!(n, 7);
     }
 }

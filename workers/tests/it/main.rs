@@ -13,6 +13,7 @@ mod cluster_commands;
 mod cluster_crash;
 mod cluster_support;
 mod config;
+mod cpu_work;
 mod crash;
 mod histories;
 mod hosted_cluster;

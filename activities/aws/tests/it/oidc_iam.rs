@@ -384,3 +384,65 @@ async fn the_provider_and_roles_are_made_once_trust_is_corrected_and_deletes_cle
         .await
         .unwrap();
 }
+
+/// RSA key generation is tens to hundreds of milliseconds of CPU. With one async worker
+/// thread, a task ticking every millisecond must keep ticking while the activity makes
+/// keys: before it generated on a blocking thread, the ticker stood still throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn signing_keys_are_made_off_the_async_workers() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    let Some(stack) = stack("signing_keys_are_made_off_the_async_workers").await else {
+        return;
+    };
+    let activities = hcpflow_aws::AwsActivities::new(
+        stack.aws.clone(),
+        Some(Arc::new(hcpflow_engine::SealKeys::new(keyring()))),
+    );
+    let ticks = Arc::new(AtomicU64::new(0));
+    let ticker = tokio::spawn({
+        let ticks = ticks.clone();
+        async move {
+            loop {
+                ticks.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+        }
+    });
+    while ticks.load(Ordering::Relaxed) == 0 {
+        tokio::task::yield_now().await;
+    }
+    // Both on the one worker thread, as an activity worker's tasks share its workers.
+    let ticked_meanwhile = tokio::spawn({
+        let ticks = ticks.clone();
+        async move {
+            let infra_id = unique("keys-");
+            let log = Ledger::default();
+            let mut ticked = 0;
+            for attempt in 0..5 {
+                let key = format!("hf-{infra_id}-{attempt}");
+                let scope = stack.scope(&key, &infra_id, &log);
+                let before = ticks.load(Ordering::Relaxed);
+                let made = activities
+                    .run(
+                        "aws.generate_signing_key",
+                        &scope,
+                        serde_json::json!({"infra_id": infra_id}),
+                    )
+                    .await
+                    .unwrap();
+                assert!(made["private_key"].is_string(), "{made}");
+                ticked += ticks.load(Ordering::Relaxed) - before;
+            }
+            ticked
+        }
+    })
+    .await
+    .unwrap();
+    ticker.abort();
+    assert!(
+        ticked_meanwhile > 0,
+        "the other tasks stood still while signing keys were made"
+    );
+}
