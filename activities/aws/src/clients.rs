@@ -4,6 +4,7 @@
 
 use aws_config::retry::RetryConfig;
 use aws_config::{BehaviorVersion, Region};
+use aws_credential_types::provider::SharedCredentialsProvider;
 
 /// Where and how to reach AWS.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +23,8 @@ pub struct AwsSettings {
 #[derive(Debug, Clone)]
 pub struct AwsClients {
     pub region: String,
+    /// The account, by its configured name; `None`: the server's own.
+    pub account: Option<String>,
     pub ec2: aws_sdk_ec2::Client,
     /// Classic load balancers: what a guest's LoadBalancer Services get by default.
     pub elb: aws_sdk_elasticloadbalancing::Client,
@@ -58,9 +61,38 @@ impl AwsClients {
     /// The same credentials and endpoint, calling `region`: where a create's target
     /// says its calls go.
     pub fn in_region(&self, region: &str) -> Self {
+        Self {
+            account: self.account.clone(),
+            ..Self::from_sdk(
+                self.sdk
+                    .to_builder()
+                    .region(Region::new(region.to_owned()))
+                    .build(),
+            )
+        }
+    }
+
+    /// Clients in another account: credentials of `role_arn`, assumed with these
+    /// clients' own (through the same endpoint), calling `region`. The SDK's identity
+    /// cache keeps the assumed credentials and asks STS again before they expire.
+    pub async fn assuming(
+        &self,
+        role_arn: &str,
+        external_id: Option<&str>,
+        session_name: &str,
+        region: &str,
+    ) -> Self {
+        let mut role = aws_config::sts::AssumeRoleProvider::builder(role_arn)
+            .session_name(session_name)
+            .configure(&self.sdk);
+        if let Some(external_id) = external_id {
+            role = role.external_id(external_id);
+        }
+        let credentials = SharedCredentialsProvider::new(role.build().await);
         Self::from_sdk(
             self.sdk
                 .to_builder()
+                .credentials_provider(credentials)
                 .region(Region::new(region.to_owned()))
                 .build(),
         )
@@ -74,6 +106,7 @@ impl AwsClients {
             .build();
         Self {
             region: sdk.region().map(ToString::to_string).unwrap_or_default(),
+            account: None,
             ec2: aws_sdk_ec2::Client::new(&sdk),
             elb: aws_sdk_elasticloadbalancing::Client::new(&sdk),
             elbv2: aws_sdk_elasticloadbalancingv2::Client::new(&sdk),

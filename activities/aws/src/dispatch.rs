@@ -1,8 +1,7 @@
 //! Every AWS activity by its type name: what a worker registers, and the one place that
 //! maps a name (`aws.create_vpc`) to its implementation.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use hcpflow_engine::{Activity, ActivityFailure, SealKeys};
 use hcpflow_hypershift::aws::dns::*;
@@ -16,22 +15,29 @@ use hcpflow_hypershift::aws::privatelink::*;
 use hcpflow_hypershift::aws::sweep::*;
 use hcpflow_hypershift::aws::target::{AwsTarget, TARGET_FIELD};
 use hcpflow_hypershift::aws::Delete;
+use hcpflow_hypershift::aws_accounts::AwsAccounts;
 use serde_json::Value;
 
+use crate::accounts::AccountClients;
 use crate::clients::AwsClients;
 use crate::scope::Scope;
 use crate::{
     ec2, guest, iam, observed_privatelink, oidc, prerequisites, privatelink, route53, sweep,
 };
 
-/// The AWS activities of one process: its clients (in its own region, and in every
-/// other region a call's target named so far), and the seal keys the signing-key
-/// activity seals with.
+/// The AWS activities of one process: the clients of a call's target (the hosted
+/// cluster's account and the management side's, in the target's region; the server's
+/// own where the call names no target), and the seal keys the signing-key activity
+/// seals with.
 #[derive(Debug, Clone)]
 pub struct AwsActivities {
+    /// Where the hosted cluster's objects are.
     pub clients: AwsClients,
+    /// Where the management side's objects are: the OIDC bucket, the management VPC,
+    /// the operator's load balancer and endpoint service.
+    pub management: AwsClients,
     pub seal_keys: Option<Arc<SealKeys>>,
-    regional: Arc<Mutex<HashMap<String, AwsClients>>>,
+    accounts: Arc<AccountClients>,
 }
 
 /// `activities! { Request => |this, scope, request| future; ... }` (`this`: the
@@ -43,44 +49,51 @@ macro_rules! activities {
         pub const TYPES: &[&str] = &[$(<$request as Activity>::TYPE),*];
 
         impl AwsActivities {
+    /// The activities of a server acting in its own account only.
     pub fn new(clients: AwsClients, seal_keys: Option<Arc<SealKeys>>) -> Self {
+        Self::with_accounts(clients, AwsAccounts::default(), seal_keys)
+    }
+
+    /// The activities of a server that may act in `accounts` too, by assuming their
+    /// roles with `clients`' credentials.
+    pub fn with_accounts(
+        clients: AwsClients,
+        accounts: AwsAccounts,
+        seal_keys: Option<Arc<SealKeys>>,
+    ) -> Self {
         Self {
+            management: clients.clone(),
+            accounts: AccountClients::new(clients.clone(), accounts),
             clients,
             seal_keys,
-            regional: Arc::default(),
         }
     }
 
     /// These activities as a call's input targets them: its `aws_target` is taken out
-    /// of the input, and the clients are the target region's (recorded calls without a
-    /// target use this process's own).
-    fn targeted(&self, input: &mut Value) -> Result<AwsActivities, ActivityFailure> {
+    /// of the input, and the clients are the target's accounts' in its region (recorded
+    /// calls without a target use this process's own).
+    async fn targeted(&self, input: &mut Value) -> Result<AwsActivities, ActivityFailure> {
         let Some(target) = input.as_object_mut().and_then(|o| o.remove(TARGET_FIELD)) else {
             return Ok(self.clone());
         };
         let target: AwsTarget = serde_json::from_value(target).map_err(|e| {
             ActivityFailure::permanent("InvalidInput", format!("{TARGET_FIELD}: {e}"))
         })?;
-        if target.region == self.clients.region {
-            return Ok(self.clone());
-        }
-        let mut regional = self
-            .regional
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let clients = regional
-            .entry(target.region.clone())
-            .or_insert_with(|| self.clients.in_region(&target.region))
-            .clone();
+        let accounts = &self.accounts;
         Ok(AwsActivities {
-            clients,
+            clients: accounts
+                .clients(target.account.as_deref(), &target.region)
+                .await?,
+            management: accounts
+                .clients(target.management_account.as_deref(), &target.region)
+                .await?,
             ..self.clone()
         })
     }
 
             /// Runs the activity `activity_type` on `input`.
             pub async fn run(&self, activity_type: &str, scope: &Scope<'_>, mut input: Value) -> Result<Value, ActivityFailure> {
-                let targeted = self.targeted(&mut input)?;
+                let targeted = self.targeted(&mut input).await?;
                 let scope = &Scope { region: &targeted.clients.region, ..*scope };
                 $(
                     if activity_type == <$request as Activity>::TYPE {
@@ -115,36 +128,36 @@ activities! {
     CreateS3Endpoint => |aws, scope, r| ec2::s3_endpoint::create_s3_endpoint(&aws.clients, scope, &r);
     Delete<S3Endpoint> => |aws, scope, r| ec2::s3_endpoint::delete_s3_endpoint(&aws.clients, scope, &r.0);
     FindPublicZone => |aws, _scope, r| route53::public_zone::find_public_zone(&aws.clients, &r);
-    CheckPrerequisites => |aws, _scope, r| prerequisites::check_prerequisites(&aws.clients, &r);
+    CheckPrerequisites => |aws, _scope, r| prerequisites::check_prerequisites(&aws.management, &r);
     CreatePrivateZone => |aws, scope, r| route53::zone::create_private_zone(&aws.clients, scope, &r);
     Delete<HostedZone> => |aws, scope, r| route53::zone::delete_zone(&aws.clients, scope, &r.0);
     Cname => |aws, scope, r| route53::records::upsert_cname(&aws.clients, scope, &r);
     Delete<Cname> => |aws, scope, r| route53::records::delete_cname(&aws.clients, scope, &r.0);
     GenerateSigningKey => |this, scope, _r| this.generate_signing_key(scope);
-    PublishOidcDocuments => |aws, scope, r| oidc::documents::publish_oidc_documents(&aws.clients, scope, &r);
-    Delete<OidcDocuments> => |aws, scope, r| oidc::documents::delete_oidc_documents(&aws.clients, scope, &r.0);
+    PublishOidcDocuments => |aws, scope, r| oidc::documents::publish_oidc_documents(&aws.management, scope, &r);
+    Delete<OidcDocuments> => |aws, scope, r| oidc::documents::delete_oidc_documents(&aws.management, scope, &r.0);
     CreateOidcProvider => |aws, scope, r| iam::oidc_provider::create_oidc_provider(&aws.clients, scope, &r);
     Delete<OidcProvider> => |aws, scope, r| iam::oidc_provider::delete_oidc_provider(&aws.clients, scope, &r.0);
     CreateOperatorRole => |aws, scope, r| iam::operator_role::create_operator_role(&aws.clients, scope, &r);
     Delete<Role> => |aws, scope, r| iam::role::delete_role(&aws.clients, scope, &r.0);
     CreateWorkerProfile => |aws, scope, r| iam::worker::create_worker_profile(&aws.clients, scope, &r);
     Delete<WorkerProfile> => |aws, scope, r| iam::worker::delete_worker_profile(&aws.clients, scope, &r.0);
-    CreateLoadBalancer => |aws, scope, r| privatelink::load_balancer::create_load_balancer(&aws.clients, scope, &r);
-    Delete<LoadBalancer> => |aws, scope, r| privatelink::load_balancer::delete_load_balancer(&aws.clients, scope, &r.0);
-    CreateEndpointService => |aws, scope, r| privatelink::endpoint_service::create_endpoint_service(&aws.clients, scope, &r);
-    Delete<EndpointService> => |aws, scope, r| privatelink::endpoint_service::delete_endpoint_service(&aws.clients, scope, &r.0);
+    CreateLoadBalancer => |aws, scope, r| privatelink::load_balancer::create_load_balancer(&aws.management, scope, &r);
+    Delete<LoadBalancer> => |aws, scope, r| privatelink::load_balancer::delete_load_balancer(&aws.management, scope, &r.0);
+    CreateEndpointService => |aws, scope, r| privatelink::endpoint_service::create_endpoint_service(&aws.management, scope, &r);
+    Delete<EndpointService> => |aws, scope, r| privatelink::endpoint_service::delete_endpoint_service(&aws.management, scope, &r.0);
     CreateEndpointSecurityGroup => |aws, scope, r| privatelink::security_group::create_endpoint_security_group(&aws.clients, scope, &r);
     Delete<SecurityGroup> => |aws, scope, r| privatelink::security_group::delete_security_group(&aws.clients, scope, &r.0);
     CheckZoneOffer => |aws, _scope, r| privatelink::zone_offer::check_zone_offer(&aws.clients, &r);
     CreateInterfaceEndpoint => |aws, scope, r| privatelink::interface_endpoint::create_interface_endpoint(&aws.clients, scope, &r);
     Delete<InterfaceEndpoint> => |aws, scope, r| privatelink::interface_endpoint::delete_interface_endpoint(&aws.clients, scope, &r.0);
     WaitEndpointZone => |aws, _scope, r| privatelink::interface_endpoint::wait_endpoint_zone(&aws.clients, &r);
-    CheckZoneCoverage => |aws, _scope, r| observed_privatelink::coverage::check_zone_coverage(&aws.clients, &r);
+    CheckZoneCoverage => |aws, _scope, r| observed_privatelink::coverage::check_zone_coverage(&aws.clients, &aws.management, &r);
     WaitPrivateLinkZone => |aws, scope, r| observed_privatelink::endpoints::wait_privatelink_zone(&aws.clients, scope, &r);
     WaitPrivateLinkRecords => |aws, scope, r| observed_privatelink::records::wait_privatelink_records(&aws.clients, scope, &r);
     AwaitPrivateLinkRemoved => |aws, _scope, r| observed_privatelink::removal::await_privatelink_removed(&aws.clients, &r);
     DeleteGuestResources => |aws, scope, r| guest::delete_guest_resources(&aws.clients, scope, &r);
-    FindLeftovers => |aws, _scope, r| sweep::find_leftovers(&aws.clients, &r);
+    FindLeftovers => |aws, _scope, r| sweep::find_leftovers(&aws.clients, &aws.management, &r);
 }
 
 impl AwsActivities {

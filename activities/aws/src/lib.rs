@@ -4,6 +4,7 @@
 //! Where to start reading:
 //! - [`scope`]: what an activity is handed (idempotency key, resource ledger);
 //! - [`clients`]: the SDK clients (standard credential chain, endpoint override);
+//!   [`accounts`]: clients per (account, region), other accounts by an assumed role;
 //! - [`error`]: AWS errors classified once into retryable and permanent failures;
 //! - [`ec2`]: EC2 activities, each create finding an earlier attempt's resource by tag;
 //! - [`policies`], [`roles`], [`network_plan`], [`naming`]: the data they are built on —
@@ -22,6 +23,7 @@
 //! Every create finds what an earlier attempt made before creating ([`lookup`]); every
 //! delete of something already gone is done.
 
+pub mod accounts;
 pub mod clients;
 pub mod dispatch;
 pub mod ec2;

@@ -14,6 +14,10 @@
 //!   provider by its exact issuer path.
 //! - Route53: private zones carrying the cluster tag.
 //! - S3: objects under `<infra-id>/` in the OIDC bucket.
+//!
+//! The bucket is searched in the management side's account; when that is another
+//! account than the hosted cluster's, its EC2 and ELBv2 objects of the infra id (the
+//! operator's load balancer and endpoint service) are searched there too.
 
 use aws_sdk_ec2::types::Filter;
 use hcpflow_engine::ActivityFailure;
@@ -29,6 +33,7 @@ pub use hcpflow_hypershift::aws::sweep::{FindLeftovers, Leftover};
 /// Everything of the infra id that AWS still holds, sorted by kind and id.
 pub async fn find_leftovers(
     aws: &AwsClients,
+    management: &AwsClients,
     request: &FindLeftovers,
 ) -> Result<Vec<Leftover>, ActivityFailure> {
     let mut found = Vec::new();
@@ -37,8 +42,12 @@ pub async fn find_leftovers(
     found.extend(crate::guest::find::guest_only(aws, &request.infra_id).await?);
     iam(aws, request, &mut found).await?;
     route53(aws, &request.infra_id, &mut found).await?;
+    if management.account != aws.account {
+        ec2(management, &request.infra_id, &mut found).await?;
+        elbv2(management, &request.infra_id, &mut found).await?;
+    }
     if let Some(bucket) = &request.oidc_bucket {
-        s3(aws, bucket, &request.infra_id, &mut found).await?;
+        s3(management, bucket, &request.infra_id, &mut found).await?;
     }
     found.sort();
     found.dedup();

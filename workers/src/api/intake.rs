@@ -22,6 +22,7 @@ use crate::runtime::decide::add_commands;
 use crate::runtime::journal::{Journal, Write};
 use hcpflow_engine::Catalog;
 use hcpflow_hypershift::admission::AdmissionPolicy;
+use hcpflow_hypershift::aws_accounts::AwsAccounts;
 use hcpflow_hypershift::pull_secret_ref::SecretRefPolicy;
 use hcpflow_protocol::{ApiError, ErrorCode, StartRequest, StartStatus};
 
@@ -35,6 +36,8 @@ pub struct Intake {
     pub admission: AdmissionPolicy,
     /// Which pull secret references each tenant may name.
     pub secret_refs: SecretRefPolicy,
+    /// Which AWS accounts each tenant may name.
+    pub aws_accounts: AwsAccounts,
 }
 
 /// Which verb asks for a start: `destroy` is the only way to start a destructive type,
@@ -96,9 +99,14 @@ impl Intake {
         if !beyond.is_empty() {
             return Err(ApiError::invalid(beyond.join("; ")));
         }
-        let not_granted =
+        let mut not_granted =
             self.secret_refs
                 .check(tenant.as_str(), &request.workflow_type, &request.input);
+        not_granted.extend(self.aws_accounts.check(
+            tenant.as_str(),
+            &request.workflow_type,
+            &request.input,
+        ));
         if !not_granted.is_empty() {
             return Err(ApiError::new(ErrorCode::Forbidden, not_granted.join("; ")));
         }

@@ -27,6 +27,14 @@ pub struct CreateFlags {
     /// Default: us-east-1.
     #[arg(long)]
     pub region: Option<String>,
+    /// The AWS account of the hosted cluster's objects, by its name in the server's
+    /// `--aws-account` list. Default: the server's own.
+    #[arg(long)]
+    pub aws_account: Option<String>,
+    /// The AWS account of the management side (the OIDC bucket, the management VPC).
+    /// Default: the server's own.
+    #[arg(long)]
+    pub management_aws_account: Option<String>,
     /// Availability zones, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub zones: Option<Vec<String>>,
@@ -126,6 +134,11 @@ impl CreateFlags {
         set("oidc_bucket", self.oidc_bucket.clone().map(Value::from));
         set("namespace", self.namespace.clone().map(Value::from));
         set("release_image", self.release_image.clone().map(Value::from));
+        set("aws_account", self.aws_account.clone().map(Value::from));
+        set(
+            "management_aws_account",
+            self.management_aws_account.clone().map(Value::from),
+        );
         if self.keep_on_failure {
             set("keep_on_failure", Some(Value::Bool(true)));
         }

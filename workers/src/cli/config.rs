@@ -12,6 +12,7 @@ use serde::Deserialize;
 use crate::runtime::nats::{StreamLimits, DEFAULT_STREAM_MAX_BYTES};
 use hcpflow_engine::TenantId;
 use hcpflow_hypershift::admission::AdmissionPolicy;
+use hcpflow_hypershift::aws_accounts::AwsAccounts;
 use hcpflow_hypershift::pull_secret_ref::SecretRefPolicy;
 use hcpflow_protocol::{NatsConfig, Secret};
 
@@ -56,6 +57,8 @@ pub struct Config {
     pub admission: AdmissionPolicy,
     /// Which pull secret references each tenant may name (none by default).
     pub secret_refs: SecretRefPolicy,
+    /// The AWS accounts a create may name besides the server's own, and who may.
+    pub aws_accounts: AwsAccounts,
     /// Whether the built-in `noop_*` workflows run here (tests and benchmarks): off by
     /// default, so a production server runs only the workflows it is for.
     pub builtin_workflows: bool,
@@ -107,6 +110,7 @@ pub struct ConfigFile {
     pub allowed_namespaces: Option<Vec<String>>,
     pub allowed_release_registries: Option<Vec<String>>,
     pub allow_secret_refs: Option<Vec<String>>,
+    pub aws_accounts: Option<Vec<String>>,
     pub aws_region: Option<String>,
     pub aws_endpoint: Option<String>,
     pub kube_url: Option<String>,
@@ -226,6 +230,16 @@ pub struct ConfigArgs {
         value_delimiter = ','
     )]
     pub allow_secret_refs: Option<Vec<String>>,
+    /// AWS accounts a create may name besides the server's own (`aws_account`,
+    /// `management_aws_account`), comma-separated:
+    /// `NAME=arn:aws:iam::ACCOUNT:role/ROLE;tenants=T1|T2[;external_id=ID]`
+    /// (`tenants=*`: every tenant). hcpflow assumes the role to act there.
+    #[arg(
+        long = "aws-account",
+        env = "HCPFLOW_AWS_ACCOUNTS",
+        value_delimiter = ','
+    )]
+    pub aws_accounts: Option<Vec<String>>,
     /// The AWS clients' home region (a create's calls go to the create's own region).
     #[arg(long, env = "AWS_REGION")]
     pub aws_region: Option<String>,
@@ -427,6 +441,7 @@ impl Config {
             "allowed_namespaces": self.admission.namespaces,
             "allowed_release_registries": self.admission.release_registries,
             "allow_secret_refs": self.secret_refs,
+            "aws_accounts": self.aws_accounts,
             "aws_region": self.aws.region,
             "aws_endpoint": self.aws.endpoint,
             "kube_url": self.kube.url,
@@ -537,6 +552,23 @@ impl ConfigArgs {
         Ok(SecretRefPolicy::new(grants))
     }
 
+    /// The AWS accounts: flag or variable, else the file's; each must parse.
+    fn aws_accounts_layered(&self, file: &ConfigFile) -> anyhow::Result<AwsAccounts> {
+        let accounts = self
+            .aws_accounts
+            .clone()
+            .or_else(|| file.aws_accounts.clone())
+            .unwrap_or_default();
+        let accounts = accounts
+            .iter()
+            .filter(|account| !account.trim().is_empty())
+            .map(|account| account.parse().map_err(anyhow::Error::msg))
+            .collect::<anyhow::Result<Vec<_>>>()
+            .and_then(|accounts| AwsAccounts::new(accounts).map_err(anyhow::Error::msg))
+            .context("HCPFLOW_AWS_ACCOUNTS / --aws-account")?;
+        Ok(accounts)
+    }
+
     /// The streams' limits: replicas, bytes, and the submit stream's largest message
     /// (twice the largest body).
     fn stream_limits_layered(&self, file: &ConfigFile) -> StreamLimits {
@@ -564,6 +596,7 @@ impl ConfigArgs {
         let stream_limits = self.stream_limits_layered(&file);
         let admission = self.admission_layered(&file);
         let secret_refs = self.secret_refs_layered(&file)?;
+        let aws_accounts = self.aws_accounts_layered(&file)?;
         let overlapping = secret_refs.overlapping(&admission.namespaces);
         if !overlapping.is_empty() {
             bail!(
@@ -663,6 +696,7 @@ impl ConfigArgs {
             stream_limits,
             admission,
             secret_refs,
+            aws_accounts,
             aws: hcpflow_aws::AwsSettings {
                 region: self
                     .aws_region

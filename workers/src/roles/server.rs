@@ -235,8 +235,9 @@ impl Process {
         };
         // AWS clients only where activities run; loading them reads no credentials yet.
         let (aws, kube) = if roles.contains(&Role::Activity) {
-            let aws = Arc::new(AwsActivities::new(
+            let aws = Arc::new(AwsActivities::with_accounts(
                 AwsClients::connect(&config.aws).await,
+                config.aws_accounts.clone(),
                 seal_keys.clone(),
             ));
             let secret_refs = |kube| SecretRefs {
@@ -268,6 +269,7 @@ impl Process {
             seal_keys,
             admission: config.admission.clone(),
             secret_refs: config.secret_refs.clone(),
+            aws_accounts: config.aws_accounts.clone(),
         });
         Ok(Self {
             name: format!("{}-{}", hostname(), std::process::id()),

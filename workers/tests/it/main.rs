@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod accounts;
 mod api;
 mod audit;
 mod auth;

@@ -130,6 +130,8 @@ async fn build(
     // Since the patch every AWS call, and its compensation, names the create's region.
     let target = ctx.patched(AWS_TARGETS).then(|| AwsTarget {
         region: input.region.clone(),
+        account: input.aws_account.clone(),
+        management_account: input.management_aws_account.clone(),
     });
     let aws = AwsCalls::new(ctx, target);
     let public_zone = aws

@@ -133,12 +133,20 @@ pub async fn destroy_hosted_cluster(
         .map(str::to_owned);
     // Since the patch the search goes to the cluster's region, where the create's calls
     // went (a create recorded before targets could only be made in the server's own).
+    let account = |field: &str| {
+        live.create_input
+            .get(field)
+            .and_then(|a| a.as_str())
+            .map(str::to_owned)
+    };
     let target = ctx
         .patched(AWS_TARGETS)
         .then(|| live.create_input.get("region").and_then(|r| r.as_str()))
         .flatten()
         .map(|region| AwsTarget {
             region: region.to_owned(),
+            account: account("aws_account"),
+            management_account: account("management_aws_account"),
         });
     let mut leftovers = AwsCalls::new(&ctx, target)
         .call(FindLeftovers {

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use hcpflow_engine::scrub_quoted;
 use serde::{Deserialize, Serialize};
 
+use crate::aws_accounts::is_account_name;
 use crate::network_plan;
 use crate::pull_secret_ref::{is_region, PullSecretRef};
 use crate::resource_tags::ResourceTags;
@@ -65,6 +66,8 @@ const CREATE_FIELDS: &[Field] = &[
     optional("availability_policy", Kind::String),
     optional("resource_tags", Kind::StringMap),
     optional("annotations", Kind::StringMap),
+    optional("aws_account", Kind::String),
+    optional("management_aws_account", Kind::String),
 ];
 
 const SCALE_FIELDS: &[Field] = &[
@@ -167,6 +170,14 @@ pub struct CreateClusterInput<S> {
     /// Annotations for the HostedCluster (the local emulator's failure injection).
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
+    /// The account of the hosted cluster's objects, by its name in the server's
+    /// configuration (see [`crate::aws_accounts`]); none: the server's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aws_account: Option<String>,
+    /// The account of the management side (the OIDC bucket, the management VPC); none:
+    /// the server's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub management_aws_account: Option<String>,
 }
 
 /// The availability policies of the HyperShift API.
@@ -423,6 +434,16 @@ impl<S> CreateClusterInput<S> {
         if self.ssh_public_key.trim().is_empty() {
             problem("ssh_public_key: must not be empty".into());
         }
+        for (field, account) in [
+            ("aws_account", &self.aws_account),
+            ("management_aws_account", &self.management_aws_account),
+        ] {
+            if let Some(account) = account.as_deref().filter(|a| !is_account_name(a)) {
+                problem(format!(
+                    "{field}: {account:?} is not an account name (a name from the server's --aws-account)"
+                ));
+            }
+        }
         if let Some(policy) = &self.availability_policy {
             if !AVAILABILITY_POLICIES.contains(&policy.as_str()) {
                 problem(format!(
@@ -647,6 +668,8 @@ mod tests {
         input.as_object_mut().unwrap().remove("management");
         input["node_pools"][0]["zone"] = json!("us-east-1z");
         input["pull_secret"] = json!("hunter2-not-json");
+        input["aws_account"] = json!("Guest Account");
+        input["management_aws_account"] = json!("");
         let problems = validate_create(&input).unwrap_err();
         let text = problems.join("\n");
         for field in [
@@ -656,6 +679,8 @@ mod tests {
             "management:",
             "node_pools[0].zone:",
             "pull_secret:",
+            "aws_account: \"Guest Account\" is not an account name",
+            "management_aws_account: \"\" is not an account name",
         ] {
             assert!(text.contains(field), "{field} missing from {text}");
         }
@@ -768,6 +793,8 @@ mod tests {
                 "aws_secrets_manager": {"arn": "a"}}))
             .unwrap(),
         );
+        input.aws_account = Some("guest".into());
+        input.management_aws_account = Some("management".into());
         let create = serde_json::to_value(&input).unwrap();
         assert_eq!(keys(&create), names(CREATE_FIELDS));
         let reference = &create["pull_secret_ref"];

@@ -10,10 +10,11 @@
 //!   (implemented in `hcpflow-aws`, `hcpflow-kube` and the workers);
 //! - [`Delete`]: the compensation of a create, whose request is the create's result;
 //! - [`naming`], [`network_plan`], [`resource_tags`]: AWS names and tags, the subnet
-//!   plan, and the user's tags.
+//!   plan, and the user's tags; [`aws_accounts`]: the accounts a create may name.
 
 pub mod admission;
 pub mod aws;
+pub mod aws_accounts;
 pub mod catalog;
 pub mod create;
 pub mod delete;

@@ -12,13 +12,15 @@ use crate::privatelink::zone_offer::zone_id;
 pub use hcpflow_hypershift::aws::observed_privatelink::{CheckZoneCoverage, ZoneCoverage};
 
 /// The zone's id and the management subnet there, or a permanent failure naming the
-/// zone ids the management cluster does cover.
+/// zone ids the management cluster does cover. The zone's name is the guest account's
+/// alias (`guest`), the subnets are the management account's (`management`).
 pub async fn check_zone_coverage(
-    aws: &AwsClients,
+    guest: &AwsClients,
+    management: &AwsClients,
     request: &CheckZoneCoverage,
 ) -> Result<ZoneCoverage, ActivityFailure> {
-    let zone_id = zone_id(aws, &request.zone).await?;
-    let subnets = aws
+    let zone_id = zone_id(guest, &request.zone).await?;
+    let subnets = management
         .ec2
         .describe_subnets()
         .set_subnet_ids(Some(request.management_subnet_ids.clone()))

@@ -681,7 +681,9 @@ async fn a_three_zone_cluster_is_made_once_and_its_compensations_leave_nothing()
         infra_id: infra_id.clone(),
         oidc_bucket: Some(bucket.clone()),
     };
-    let before = find_leftovers(&stack.aws, &sweep).await.unwrap();
+    let before = find_leftovers(&stack.aws, &stack.aws, &sweep)
+        .await
+        .unwrap();
     let mut kinds: Vec<&str> = before.iter().map(|l| l.kind.as_str()).collect();
     kinds.dedup();
     for kind in [
@@ -744,7 +746,9 @@ async fn a_three_zone_cluster_is_made_once_and_its_compensations_leave_nothing()
     );
     // Twice: every compensation may run again after a crash.
     cluster.undo(&made).await;
-    let after = find_leftovers(&stack.aws, &sweep).await.unwrap();
+    let after = find_leftovers(&stack.aws, &stack.aws, &sweep)
+        .await
+        .unwrap();
     assert!(after.is_empty(), "left behind: {after:?}");
     drop_management_vpc(&stack, &cluster.management.0, &cluster.management.1).await;
 }
@@ -814,6 +818,7 @@ async fn an_endpoint_service_not_offered_in_a_zone_is_a_permanent_failure_naming
     delete_load_balancer(&stack.aws, &scope, &lb).await.unwrap();
     drop_management_vpc(&stack, &vpc_id, &subnets).await;
     let left = find_leftovers(
+        &stack.aws,
         &stack.aws,
         &FindLeftovers {
             infra_id,

@@ -247,7 +247,7 @@ async fn what_the_guest_left_is_found_and_deleted_by_its_tag() {
         infra_id: infra_id.clone(),
         oidc_bucket: None,
     };
-    let found: Vec<String> = find_leftovers(&stack.aws, &sweep)
+    let found: Vec<String> = find_leftovers(&stack.aws, &stack.aws, &sweep)
         .await
         .unwrap()
         .iter()
@@ -290,7 +290,10 @@ async fn what_the_guest_left_is_found_and_deleted_by_its_tag() {
         .await
         .unwrap();
     assert!(again.deleted.is_empty(), "{:?}", again.deleted);
-    assert!(find_leftovers(&stack.aws, &sweep).await.unwrap().is_empty());
+    assert!(find_leftovers(&stack.aws, &stack.aws, &sweep)
+        .await
+        .unwrap()
+        .is_empty());
 
     // Independently: nothing of it is left.
     let moto = &stack.moto;

@@ -8,6 +8,7 @@
 // Helpers outside #[test] functions unwrap too: a failed step is a failed test.
 #![allow(clippy::unwrap_used)]
 
+mod accounts;
 mod cluster;
 mod guest;
 mod network;

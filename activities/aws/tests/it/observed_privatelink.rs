@@ -42,7 +42,7 @@ async fn a_zone_the_management_cluster_lacks_is_refused_by_zone_id() {
         zone: zone.into(),
         management_subnet_ids: subnets.clone(),
     };
-    let covered = check_zone_coverage(&stack.aws, &check("us-east-1b"))
+    let covered = check_zone_coverage(&stack.aws, &stack.aws, &check("us-east-1b"))
         .await
         .unwrap();
     assert_eq!(covered.management_subnet_id, subnets[1]);
@@ -51,7 +51,7 @@ async fn a_zone_the_management_cluster_lacks_is_refused_by_zone_id() {
         "{}",
         covered.zone_id
     );
-    let refused = check_zone_coverage(&stack.aws, &check("us-east-1c"))
+    let refused = check_zone_coverage(&stack.aws, &stack.aws, &check("us-east-1c"))
         .await
         .unwrap_err();
     assert!(!refused.retryable);
@@ -61,7 +61,7 @@ async fn a_zone_the_management_cluster_lacks_is_refused_by_zone_id() {
         "{}",
         refused.message
     );
-    let unknown = check_zone_coverage(&stack.aws, &check("us-east-9z"))
+    let unknown = check_zone_coverage(&stack.aws, &stack.aws, &check("us-east-9z"))
         .await
         .unwrap_err();
     assert_eq!(unknown.kind, "UnknownAvailabilityZone");

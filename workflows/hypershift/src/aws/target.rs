@@ -1,8 +1,13 @@
-//! Where an AWS call goes: the region (and, later, the account) it is made in, recorded
-//! with the call. A create's calls go to the create's region, whatever the server's own
-//! region is; its compensations, recorded with the same target, go there too, and so do
-//! a destroy's. Histories recorded before targets existed carry none, and their calls
-//! go where the server's clients point (the create's region then had to be the server's).
+//! Where an AWS call goes: the region and the accounts it is made in, recorded with the
+//! call. A create's calls go to the create's region, whatever the server's own region
+//! is; its compensations, recorded with the same target, go there too, and so do a
+//! destroy's. Histories recorded before targets existed carry none, and their calls go
+//! where the server's clients point (the create's region then had to be the server's).
+//!
+//! A target names two accounts, as HyperShift splits a cluster's objects: the hosted
+//! cluster's (`account`) and the management side's (`management_account`: the OIDC
+//! bucket, the management VPC). Each call uses the one its objects live in; a call that
+//! spans both (a zone of the guest against the management subnets) uses both.
 
 use hcpflow_engine::{Activity, ActivityCall, ActivityOptions, WorkflowContext};
 use serde::{Deserialize, Serialize};
@@ -17,6 +22,12 @@ pub const TARGET_FIELD: &str = "aws_target";
 #[serde(deny_unknown_fields)]
 pub struct AwsTarget {
     pub region: String,
+    /// The hosted cluster's account, by its configured name; none: the server's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// The management side's account; none: the server's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub management_account: Option<String>,
 }
 
 /// An AWS request with its target: the request's own fields, and `aws_target`.
