@@ -83,6 +83,20 @@ pub const UNHEALABLE_CONDITIONS: [&str; 5] = [
     "ValidAWSIdentityProvider",
 ];
 
+/// Reasons of an unhealable condition's `False` that do heal: the pull secret Secret
+/// not (yet) there, or without its key (`SecretNotFound`, hostedcluster_controller.go's
+/// ValidReleaseImage), is read again on the operator's next pass.
+const HEALING_REASONS: [&str; 1] = ["SecretNotFound"];
+
+/// The condition by which the operator refuses the HostedCluster for good, if any.
+fn refusal(conditions: &[Condition]) -> Option<&Condition> {
+    conditions.iter().find(|c| {
+        c.status == "False"
+            && UNHEALABLE_CONDITIONS.contains(&c.kind.as_str())
+            && !HEALING_REASONS.contains(&c.reason.as_str())
+    })
+}
+
 /// Creates `object` with strict field validation: a field the CRD does not know is
 /// refused, not silently pruned (kube-rs's `PostParams` cannot ask for it, so the
 /// request is built here).
@@ -117,10 +131,7 @@ async fn look_at(
         .map_err(|e| failure(&format!("reading {what}"), e))?
         .ok_or_else(|| ActivityFailure::permanent("NotFound", format!("{what} does not exist")))?;
     let conditions = conditions(object.data.get("status"));
-    if let Some(refused) = conditions
-        .iter()
-        .find(|c| c.status == "False" && UNHEALABLE_CONDITIONS.contains(&c.kind.as_str()))
-    {
+    if let Some(refused) = refusal(&conditions) {
         return Err(ActivityFailure::permanent(
             format!("HostedCluster{}", refused.reason),
             format!("the operator refuses {what}: {refused}"),
@@ -253,4 +264,29 @@ pub async fn delete_hosted_cluster(
         ledger,
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn condition(kind: &str, status: &str, reason: &str) -> Condition {
+        Condition {
+            kind: kind.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_missing_pull_secret_is_waited_out_and_a_wrong_release_refused() {
+        let waiting = [
+            condition("Degraded", "True", "UnavailableReplicas"),
+            condition("ValidReleaseImage", "False", "SecretNotFound"),
+        ];
+        assert!(refusal(&waiting).is_none());
+        let refused = [condition("ValidReleaseImage", "False", "InvalidImage")];
+        assert_eq!(refusal(&refused).unwrap().reason, "InvalidImage");
+    }
 }

@@ -195,6 +195,7 @@ pub async fn handle(
             code: 404,
             reason: "NotFound",
             message: format!("the server could not find the requested resource ({path})"),
+            details: None,
         }),
         Route::Resource(target) => {
             let params = query(&request);
@@ -290,7 +291,7 @@ fn serve(
             (&Method::POST, None, None) => {
                 let mut object = parse_body(body, false)?;
                 let manager = manager(params, "unknown");
-                admission::admit(rt, &directive, &mut object)?;
+                admission::admit(rt, &directive, &mut object, None)?;
                 apply::record_update(None, &mut object, &manager, "", &api_version);
                 Ok((StatusCode::CREATED, store.create(rt, ns, object)?))
             }
@@ -321,7 +322,7 @@ fn serve(
                 };
                 let subresource = sub.unwrap_or_default();
                 if part == Part::Main {
-                    admission::admit(rt, &directive, &mut object)?;
+                    admission::admit(rt, &directive, &mut object, Some(&current))?;
                 }
                 apply::record_update(
                     Some(&current),
@@ -369,7 +370,7 @@ fn serve(
                         &api_version,
                     )?;
                     if sub.is_none() {
-                        admission::admit(rt, &directive, &mut next)?;
+                        admission::admit(rt, &directive, &mut next, current.as_ref())?;
                     }
                     return match current {
                         None => Ok((StatusCode::CREATED, store.create(rt, ns, next)?)),
@@ -403,7 +404,7 @@ fn serve(
                     next = scaled;
                 }
                 if sub.is_none() {
-                    admission::admit(rt, &directive, &mut next)?;
+                    admission::admit(rt, &directive, &mut next, Some(&current))?;
                 }
                 let fields_sub = if sub == Some("status") { "status" } else { "" };
                 apply::record_update(

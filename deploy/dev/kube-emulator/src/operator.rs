@@ -2,7 +2,11 @@
 //! NodePool status the way the real operator does, after configurable delays.
 //!
 //! HostedCluster: adds its finalizer; refuses a configuration the hypershift-operator
-//! refuses (`ValidConfiguration=False` with its message: see `configuration`); walks
+//! refuses (`ValidConfiguration=False` with its message: see `configuration`); without
+//! its pull secret (`spec.pullSecret`, missing or without `.dockerconfigjson`) reports
+//! `ValidReleaseImage=False (SecretNotFound)`, Progressing blocked and the
+//! reconciliation failed as the real one does, and rolls no control plane out until
+//! the Secret is right (see `pull_secret`, after hostedcluster_controller.go); walks
 //! the condition sequence (ValidConfiguration … KubeAPIServerAvailable …
 //! Available=True, Progressing=False, Degraded=False), one condition per `step`,
 //! reporting `Degraded=True` while the components roll out; once the API server is up
@@ -66,6 +70,7 @@ use sha2::{Digest, Sha256};
 pub mod cloud;
 mod configuration;
 pub mod install;
+mod pull_secret;
 
 use crate::http::Shared;
 use crate::resources::{ResourceType, HOSTED_CLUSTERS, NODE_POOLS, SECRETS};
@@ -164,6 +169,38 @@ fn find_condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
         .and_then(Value::as_array)?
         .iter()
         .find(|c| c["type"] == kind)
+}
+
+/// What the operator reports besides a refused or unsupported configuration.
+struct Blocked<'a> {
+    generation: i64,
+    /// The pull secret cannot be used.
+    pull_secret: Option<&'a pull_secret::Unavailable>,
+}
+
+/// The HostedCluster controller's `Degraded` message without a HostedControlPlane.
+pub const NO_CONTROL_PLANE: &str = "The hosted control plane is not found";
+
+/// `ValidReleaseImage` while the pull secret cannot be used (see `pull_secret`).
+fn pull_secret_not_found(unavailable: &pull_secret::Unavailable, generation: i64) -> Value {
+    condition(
+        "ValidReleaseImage",
+        false,
+        pull_secret::SECRET_NOT_FOUND,
+        &unavailable.message,
+        generation,
+    )
+}
+
+/// `ReconciliationSucceeded` while the pull secret cannot be used: the report's error.
+fn reconciliation_failed(unavailable: &pull_secret::Unavailable, generation: i64) -> Value {
+    condition(
+        "ReconciliationSucceeded",
+        false,
+        "ReconciliationError",
+        &unavailable.reconciliation_error(),
+        generation,
+    )
 }
 
 /// The HostedCluster controller's `ValidAWSIdentityProvider` while there is no control
@@ -351,11 +388,21 @@ impl Operator {
             .and_then(Value::as_i64)
             .unwrap_or(1);
         let supported = install::validate_support(store, &object);
+        let pull_secret = pull_secret::check(store, ns, &object);
+        let blocked = Blocked {
+            generation,
+            pull_secret: pull_secret.as_ref().err(),
+        };
         if let Err(message) = configuration::validate(store, ns, &object) {
-            return self.refuse(store, ns, name, &object, generation, &message, supported);
+            return self.refuse(store, ns, name, &object, &blocked, &message, supported);
         }
         if let Err(message) = supported {
-            return self.unsupported(store, ns, name, &object, generation, &message);
+            return self.unsupported(store, ns, name, &object, &blocked, &message);
+        }
+        if let Err(unavailable) = &pull_secret {
+            if !self.has_control_plane(&object) {
+                return self.without_pull_secret(store, ns, name, &object, generation, unavailable);
+            }
         }
         let steps = (self.age(&object).as_millis() / self.timing.step.as_millis().max(1)) as usize;
         let failure = annotation(&object, FAIL_AVAILABLE).map(str::to_owned);
@@ -378,6 +425,27 @@ impl Operator {
                 }
             })
             .collect();
+        for c in &mut conditions {
+            if c["type"] == "ValidReleaseImage" {
+                *c = match &pull_secret {
+                    Ok(()) => condition(
+                        "ValidReleaseImage",
+                        true,
+                        "AsExpected",
+                        "Release image is valid",
+                        generation,
+                    ),
+                    Err(unavailable) => pull_secret_not_found(unavailable, generation),
+                };
+            }
+            // The control plane runs on without the pull secret, but the operator's
+            // own reconciliation fails and its rollouts stay blocked.
+            if let (Err(unavailable), Some("ReconciliationSucceeded")) =
+                (&pull_secret, c["type"].as_str())
+            {
+                *c = reconciliation_failed(unavailable, generation);
+            }
+        }
         let api_up = reached
             > SEQUENCE
                 .iter()
@@ -440,6 +508,19 @@ impl Operator {
                 } else {
                     condition("Degraded", false, "AsExpected", "", generation)
                 });
+            }
+        }
+        if let Err(unavailable) = &pull_secret {
+            for c in &mut conditions {
+                if c["type"] == "Progressing" {
+                    *c = condition(
+                        "Progressing",
+                        false,
+                        "Blocked",
+                        &unavailable.message,
+                        generation,
+                    );
+                }
             }
         }
         let mut stand_in_group = None;
@@ -538,6 +619,7 @@ impl Operator {
 
     /// The operator refuses the configuration: `ValidConfiguration=False` with its
     /// message, nothing reconciled. A fixed configuration starts the rollout afresh.
+    /// Without its pull secret the release is not valid either.
     #[allow(clippy::too_many_arguments)]
     fn refuse(
         &mut self,
@@ -545,10 +627,11 @@ impl Operator {
         ns: &str,
         name: &str,
         object: &Value,
-        generation: i64,
+        blocked: &Blocked,
         message: &str,
         supported: Result<(), String>,
     ) -> bool {
+        let generation = blocked.generation;
         if let Some(uid) = meta(object).get("uid").and_then(Value::as_str) {
             self.seen.remove(uid);
         }
@@ -567,6 +650,9 @@ impl Operator {
                 &unsupported,
                 generation,
             ));
+        }
+        if let Some(unavailable) = blocked.pull_secret {
+            conditions.push(pull_secret_not_found(unavailable, generation));
         }
         if on_aws(object) {
             conditions.push(identity_not_reported(generation));
@@ -589,19 +675,26 @@ impl Operator {
     /// (`validateHostedClusterSupport`): `SupportedHostedCluster=False`, and the
     /// reconciliation is blocked (no control plane: Available=False with the Progressing
     /// message, Progressing=False `Blocked`) until the spec or the installation changes.
+    /// Without its pull secret the release cannot be looked up, and that is what blocks
+    /// Progressing first.
     fn unsupported(
         &mut self,
         store: &mut Store,
         ns: &str,
         name: &str,
         object: &Value,
-        generation: i64,
+        blocked: &Blocked,
         message: &str,
     ) -> bool {
         if let Some(uid) = meta(object).get("uid").and_then(Value::as_str) {
             self.seen.remove(uid);
         }
-        let blocked = format!("SupportedHostedCluster condition is false: {message}");
+        let generation = blocked.generation;
+        let release = blocked.pull_secret;
+        let progressing = match release {
+            Some(unavailable) => unavailable.message.clone(),
+            None => format!("SupportedHostedCluster condition is false: {message}"),
+        };
         let mut conditions = vec![
             condition("ValidConfiguration", true, "AsExpected", "", generation),
             condition(
@@ -615,11 +708,75 @@ impl Operator {
                 "Available",
                 false,
                 "WaitingForAvailable",
-                &blocked,
+                &progressing,
                 generation,
             ),
-            condition("Progressing", false, "Blocked", &blocked, generation),
+            condition("Progressing", false, "Blocked", &progressing, generation),
             condition("Degraded", false, "AsExpected", "", generation),
+        ];
+        if let Some(unavailable) = release {
+            conditions.push(pull_secret_not_found(unavailable, generation));
+        }
+        if on_aws(object) {
+            conditions.push(identity_not_reported(generation));
+        }
+        self.write_blocked(store, ns, name, object, conditions)
+    }
+
+    /// Whether the HostedCluster has a hosted control plane: the operator rolls one out
+    /// (or rolled it out before the emulator restarted).
+    fn has_control_plane(&self, object: &Value) -> bool {
+        let uid = meta(object)
+            .get("uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        self.seen.contains_key(uid)
+            || find_condition(object, "KubeAPIServerAvailable")
+                .is_some_and(|c| c["status"] == "True")
+    }
+
+    /// The pull secret is missing (or has no `.dockerconfigjson`) and there is no
+    /// control plane yet (see `pull_secret`): the configuration passes, the release
+    /// cannot be looked up, the reconciliation fails, and no control plane is made —
+    /// until the Secret is right, when the rollout starts.
+    fn without_pull_secret(
+        &mut self,
+        store: &mut Store,
+        ns: &str,
+        name: &str,
+        object: &Value,
+        generation: i64,
+        unavailable: &pull_secret::Unavailable,
+    ) -> bool {
+        let message = &unavailable.message;
+        let mut conditions = vec![
+            condition("ValidConfiguration", true, "AsExpected", "", generation),
+            condition("SupportedHostedCluster", true, "AsExpected", "", generation),
+            pull_secret_not_found(unavailable, generation),
+            condition(
+                "ReconciliationActive",
+                true,
+                "AsExpected",
+                "Reconciliation active on resource",
+                generation,
+            ),
+            reconciliation_failed(unavailable, generation),
+            // `computeHostedClusterAvailability` without a HostedControlPlane: the
+            // message of a blocked Progressing.
+            condition(
+                "Available",
+                false,
+                "WaitingForAvailable",
+                message,
+                generation,
+            ),
+            condition("Progressing", false, "Blocked", message, generation),
+            unknown(
+                "Degraded",
+                cloud::STATUS_UNKNOWN,
+                NO_CONTROL_PLANE,
+                generation,
+            ),
         ];
         if on_aws(object) {
             conditions.push(identity_not_reported(generation));

@@ -157,6 +157,7 @@ pub fn json_patch(target: &Value, patch: &Value) -> Result<Value> {
                         code: 422,
                         reason: "Invalid",
                         message: format!("the test at {path:?} failed"),
+                        details: None,
                     });
                 }
             }

@@ -122,6 +122,16 @@ impl ResourceType {
         }
     }
 
+    /// `Secret` or `HostedCluster.hypershift.openshift.io`: how an Invalid error names
+    /// the kind (`schema.GroupKind`'s `String`).
+    pub fn group_kind(&self) -> String {
+        if self.group.is_empty() {
+            self.kind.to_owned()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        }
+    }
+
     /// The type served at this group, version and plural.
     pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static ResourceType> {
         ALL.iter()

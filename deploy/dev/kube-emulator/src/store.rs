@@ -294,7 +294,7 @@ impl Store {
                 }
                 None => {
                     return Err(ApiError::invalid(
-                        &rt.qualified(),
+                        rt,
                         "",
                         &["metadata.name: Required value".into()],
                     ))
@@ -568,7 +568,7 @@ fn validate_name(rt: &ResourceType, name: &str) -> Result<()> {
         || !ends_ok(name.chars().last())
     {
         return Err(ApiError::invalid(
-            &rt.qualified(),
+            rt,
             name,
             &[format!(
                 "metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 name must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"

@@ -29,9 +29,10 @@
 //!
 //! Only a HostedCluster the hypershift-operator reconciles gets any of it:
 //! `ValidConfiguration` and `SupportedHostedCluster` True (a blocked one has no control
-//! plane). The Available sequence does not wait for any of it; NodePools wait for the
-//! default security group's id (the simulated operator's NodePool controller: see
-//! [`crate::operator`]).
+//! plane), and a hosted control plane made (one whose pull secret was missing from the
+//! start has none: `Degraded` Unknown). The Available sequence does not wait for any
+//! of it; NodePools wait for the default security group's id (the simulated operator's
+//! NodePool controller: see [`crate::operator`]).
 //!
 //! The loop: every `period`, a snapshot of the HostedClusters and NodePools is taken
 //! under the store's lock; the AWS work runs without it (describe before create:
@@ -248,9 +249,10 @@ impl Cloud {
         .map(|kind| format!("{kind}={}", cluster.is(kind, "True")))
         .collect();
         format!(
-            "{}|{}|{}|{:?}|{:?}|{}|{}",
+            "{}|{}|{}|{}|{:?}|{:?}|{}|{}",
             cluster.generation,
             cluster.deleting,
+            cluster.reconciled(),
             watched.join(","),
             cluster.node_pool_subnets,
             cluster.default_security_group,

@@ -142,6 +142,24 @@ async fn objects_get_metadata_and_errors_come_back_as_status_objects() {
             .all(|field| message.contains(&format!("{field}: Required value"))),
         "{message}"
     );
+    // As `NewInvalid` words it: the group kind, the errors as a list, a cause each.
+    assert!(
+        message.starts_with("HostedCluster.hypershift.openshift.io \"x\" is invalid: ["),
+        "{message}"
+    );
+    let details = &invalid["details"];
+    assert_eq!(
+        (&details["name"], &details["group"], &details["kind"]),
+        (
+            &json!("x"),
+            &json!("hypershift.openshift.io"),
+            &json!("HostedCluster")
+        )
+    );
+    assert!(details["causes"].as_array().unwrap().contains(
+        &json!({"reason": "FieldValueRequired", "message": "Required value",
+                          "field": "spec.pullSecret"})
+    ));
     emu.stop();
 }
 
@@ -345,5 +363,208 @@ async fn a_restart_with_a_state_file_keeps_the_objects() {
             .unwrap()
     };
     assert!(rv(&made) > rv(&before));
+    emu.stop();
+}
+
+/// Secrets as the API server checks them (pkg/apis/core/validation: `ValidateSecret`,
+/// `ValidateSecretUpdate`): a `kubernetes.io/dockerconfigjson` Secret needs
+/// `data[.dockerconfigjson]` holding a JSON object, a `kubernetes.io/dockercfg` one
+/// `data[.dockercfg]`; refused with 422 Invalid and one cause per field, on create,
+/// replace, merge and JSON patch and server-side apply alike; and a Secret's `type`
+/// never changes. `stringData` is written into `data`, the type defaults to `Opaque`,
+/// and a `data` value that is not base64 is a bad request.
+#[tokio::test]
+async fn a_pull_secret_must_hold_a_json_document_and_a_secret_keeps_its_type() {
+    use base64::Engine;
+    let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    let emu = emulator().await;
+    post(&emu, "/api/v1/namespaces", &namespace("clusters")).await;
+    let secrets = "/api/v1/namespaces/clusters/secrets";
+    let pull = |name: &str, data: serde_json::Value| {
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
+               "type": "kubernetes.io/dockerconfigjson", "data": data})
+    };
+    let redacted = "Invalid value: \"<secret contents redacted>\"";
+
+    // Not JSON: the field error says why.
+    let (status, refused) = post(
+        &emu,
+        secrets,
+        &pull("bad", json!({".dockerconfigjson": b64("hunter2")})),
+    )
+    .await;
+    assert_eq!(status, 422, "{refused}");
+    let detail = format!("{redacted}: invalid character 'h' at offset 1");
+    assert_eq!(
+        refused,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": format!("Secret \"bad\" is invalid: data[.dockerconfigjson]: {detail}"),
+               "reason": "Invalid", "code": 422,
+               "details": {"name": "bad", "kind": "Secret", "causes": [
+                   {"reason": "FieldValueInvalid", "message": detail,
+                    "field": "data[.dockerconfigjson]"}]}})
+    );
+    for (document, error) in [
+        (r#"{"auths": {"#, "unexpected end of JSON input"),
+        ("", "unexpected end of JSON input"),
+        (r#"{"auths": {}} x"#, "invalid character 'x' at offset 15"),
+        (r#"{auths: {}}"#, "invalid character 'a' at offset 2"),
+        (
+            r#"["auths"]"#,
+            "json: cannot unmarshal array into Go value of type map[string]interface {}",
+        ),
+    ] {
+        let (status, refused) = post(
+            &emu,
+            secrets,
+            &pull("bad", json!({".dockerconfigjson": b64(document)})),
+        )
+        .await;
+        assert_eq!(status, 422, "{document}: {refused}");
+        assert_eq!(
+            refused["details"]["causes"][0]["message"],
+            format!("{redacted}: {error}"),
+            "{document}"
+        );
+    }
+
+    // Without the key.
+    let (status, refused) = post(
+        &emu,
+        secrets,
+        &pull("bad", json!({"config.json": b64("{}")})),
+    )
+    .await;
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(
+        refused["message"],
+        "Secret \"bad\" is invalid: data[.dockerconfigjson]: Required value"
+    );
+    assert_eq!(
+        refused["details"]["causes"],
+        json!([{"reason": "FieldValueRequired", "message": "Required value",
+                "field": "data[.dockerconfigjson]"}])
+    );
+    let mut dockercfg = pull("bad", json!({".dockerconfigjson": b64("{}")}));
+    dockercfg["type"] = json!("kubernetes.io/dockercfg");
+    let (status, refused) = post(&emu, secrets, &dockercfg).await;
+    assert_eq!(
+        (status, refused["message"].as_str()),
+        (
+            422,
+            Some("Secret \"bad\" is invalid: data[.dockercfg]: Required value")
+        )
+    );
+    let (status, _) = get(&emu, &format!("{secrets}/bad")).await;
+    assert_eq!(status, 404, "nothing refused is stored");
+
+    // A JSON object passes; then every way of writing it is checked.
+    let good = pull("good", json!({".dockerconfigjson": b64(r#"{"auths":{}}"#)}));
+    let (status, created) = post(&emu, secrets, &good).await;
+    assert_eq!(status, 201, "{created}");
+    let path = format!("{secrets}/good");
+    let mut replaced = created.clone();
+    replaced["data"][".dockerconfigjson"] = json!(b64("not json"));
+    let (status, refused) = put(&emu, &path, &replaced).await;
+    assert_eq!((status, refused["reason"].as_str()), (422, Some("Invalid")));
+    let (status, refused) = patch(
+        &emu,
+        &path,
+        "application/merge-patch+json",
+        r#"{"data":{".dockerconfigjson":null}}"#,
+    )
+    .await;
+    assert_eq!(
+        (status, refused["message"].as_str()),
+        (
+            422,
+            Some("Secret \"good\" is invalid: data[.dockerconfigjson]: Required value")
+        )
+    );
+    let (status, refused) = patch(
+        &emu,
+        &path,
+        "application/json-patch+json",
+        &json!([{"op": "replace", "path": "/data/.dockerconfigjson", "value": b64("[")}])
+            .to_string(),
+    )
+    .await;
+    assert_eq!((status, refused["reason"].as_str()), (422, Some("Invalid")));
+    let applied = pull("good", json!({".dockerconfigjson": b64("auths")}));
+    let (status, refused) = patch(
+        &emu,
+        &format!("{path}?fieldManager=test&force=true"),
+        "application/apply-patch+yaml",
+        &applied.to_string(),
+    )
+    .await;
+    assert_eq!((status, refused["reason"].as_str()), (422, Some("Invalid")));
+    let applied = pull("applied", json!({"other": b64("{}")}));
+    let (status, refused) = patch(
+        &emu,
+        &format!("{secrets}/applied?fieldManager=test"),
+        "application/apply-patch+yaml",
+        &applied.to_string(),
+    )
+    .await;
+    assert_eq!(
+        (status, refused["reason"].as_str()),
+        (422, Some("Invalid")),
+        "an apply that creates is checked too"
+    );
+    let (_, unchanged) = get(&emu, &path).await;
+    assert_eq!(unchanged["data"], good["data"]);
+
+    // The type is immutable.
+    let (status, refused) = patch(
+        &emu,
+        &path,
+        "application/merge-patch+json",
+        r#"{"type":"Opaque"}"#,
+    )
+    .await;
+    assert_eq!(
+        (status, refused["message"].as_str()),
+        (
+            422,
+            Some("Secret \"good\" is invalid: type: Invalid value: \"Opaque\": field is immutable")
+        )
+    );
+    assert_eq!(
+        refused["details"]["causes"][0]["reason"],
+        "FieldValueInvalid"
+    );
+
+    // stringData is written into data; the type defaults to Opaque.
+    let (status, plain) = post(
+        &emu,
+        secrets,
+        &json!({"metadata": {"name": "plain"}, "stringData": {"k": "v"}, "data": {"j": "dw=="}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{plain}");
+    assert_eq!(plain["type"], "Opaque");
+    assert_eq!(plain["data"], json!({"j": "dw==", "k": "dg=="}));
+    assert!(plain.get("stringData").is_none(), "{plain}");
+    let by_string = json!({"metadata": {"name": "by-string"},
+                           "type": "kubernetes.io/dockerconfigjson",
+                           "stringData": {".dockerconfigjson": "{\"auths\":{}}"}});
+    let (status, created) = post(&emu, secrets, &by_string).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["data"][".dockerconfigjson"], b64(r#"{"auths":{}}"#));
+    let (status, refused) = post(
+        &emu,
+        secrets,
+        &json!({"metadata": {"name": "b64"}, "data": {"k": "dg!="}}),
+    )
+    .await;
+    assert_eq!(
+        (status, refused["reason"].as_str(), refused["message"].as_str()),
+        (
+            400,
+            Some("BadRequest"),
+            Some("Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data at input byte 2")
+        )
+    );
     emu.stop();
 }

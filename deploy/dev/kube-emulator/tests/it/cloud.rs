@@ -496,6 +496,7 @@ async fn the_operators_make_privatelink_and_the_default_security_group_in_moto_a
         &cpo_role,
     );
     hc["metadata"]["annotations"] = json!({CLEANUP_CLOUD_RESOURCES: "true"});
+    post_pull_secret(&emu, &ns, &name).await;
     let (status, body) = post(&emu, &hcs, &hc).await;
     assert_eq!(status, 201, "{body}");
     let path = format!("{hcs}/{name}");
@@ -723,6 +724,7 @@ async fn the_operators_make_privatelink_and_the_default_security_group_in_moto_a
         &denied_role,
     );
     denied["metadata"]["annotations"] = json!({CLEANUP_CLOUD_RESOURCES: "true"});
+    post_pull_secret(&emu, &ns, &denied_name).await;
     post(&emu, &hcs, &denied).await;
     let denied_path = format!("{hcs}/{denied_name}");
     let refused = wait(&emu, &denied_path, 30, |_, hc| {
@@ -776,6 +778,7 @@ async fn the_operators_make_privatelink_and_the_default_security_group_in_moto_a
         "subnet-00000000000fake",
         &format!("arn:aws:iam::{ACCOUNT}:role/{fake_name}-missing"),
     );
+    post_pull_secret(&emu, &ns, &fake_name).await;
     post(&emu, &hcs, &fake).await;
     let fake_path = format!("{hcs}/{fake_name}");
     // The cloud side reaches it after its pass over the other clusters: room for a slow pass.

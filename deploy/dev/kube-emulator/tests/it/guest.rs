@@ -654,6 +654,7 @@ async fn the_guest_makes_its_cloud_resources_and_only_the_annotation_has_them_re
     {
         let mut hc = hosted_cluster_in(name, infra, "Public", &vpc, &private[0], role);
         hc["spec"]["dns"] = json!({"baseDomain": domain, "publicZoneID": zone_id});
+        post_pull_secret(&emu, &ns, name).await;
         let (status, body) = post(&emu, &hcs, &hc).await;
         assert_eq!(status, 201, "{body}");
         let (status, body) = post(&emu, &nps, &node_pool_in(name, name, &private[0])).await;

@@ -144,6 +144,7 @@ async fn node_pools_wait_for_the_security_group_which_waits_for_a_valid_identity
         let mut hc = hosted_cluster_in(&name, &infra, "Public", &vpc, &subnets[0], &role);
         hc["spec"]["issuerURL"] = json!(issuer);
         hc["metadata"]["annotations"] = json!({CLEANUP_CLOUD_RESOURCES: "true"});
+        post_pull_secret(&emu, &ns, &name).await;
         let (status, body) = post(&emu, &hcs, &hc).await;
         assert_eq!(status, 201, "{body}");
         let (status, body) = post(&emu, &nps, &node_pool_in(&name, &name, &subnets[0])).await;

@@ -71,8 +71,11 @@ async fn kubectl_applies_waits_scales_and_deletes() {
     hc["metadata"]["namespace"] = serde_json::json!("clusters");
     let mut pool = node_pool("demo-a", "demo", 0);
     pool["metadata"]["namespace"] = serde_json::json!("clusters");
+    let mut pull = pull_secret("demo");
+    pull["metadata"]["namespace"] = serde_json::json!("clusters");
     let manifest = format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: clusters\n---\n{}---\n{}",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: clusters\n---\n{}---\n{}---\n{}",
+        serde_yaml_ng::to_string(&pull).unwrap(),
         serde_yaml_ng::to_string(&hc).unwrap(),
         serde_yaml_ng::to_string(&pool).unwrap()
     );

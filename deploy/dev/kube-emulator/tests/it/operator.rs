@@ -21,6 +21,7 @@ async fn a_hosted_cluster_becomes_available_with_its_kubeconfig_and_its_deletion
 ) {
     let emu = emulator().await;
     post(&emu, "/api/v1/namespaces", &namespace("clusters")).await;
+    post_pull_secret(&emu, "clusters", "demo").await;
     let (status, _) = post(&emu, HC, &hosted_cluster("demo")).await;
     assert_eq!(status, 201);
     let path = format!("{HC}/demo");
@@ -62,6 +63,7 @@ async fn annotations_make_the_cluster_fail_the_pool_stall_and_the_deletion_hang(
     let mut broken = hosted_cluster("broken");
     broken["metadata"]["annotations"] = json!({"hcpflow.io/emulator-fail-available": "EtcdQuorumLost",
                                                "hcpflow.io/emulator-deletion-hangs": "true"});
+    post_pull_secret(&emu, "clusters", "broken").await;
     post(&emu, HC, &broken).await;
     let path = format!("{HC}/broken");
     let degraded = until(&emu, &path, |_, hc| {
@@ -149,6 +151,7 @@ async fn a_configuration_the_operator_refuses_is_invalid_until_fixed() {
     hc["spec"]["services"][0]["servicePublishingStrategy"] = json!({"type": "Route"});
     hc["spec"]["issuerURL"] = json!("https://oidc.s3.us-east-1.amazonaws.com/strict-abcde");
     hc["spec"]["serviceAccountSigningKey"] = json!({"name": "strict-sa-token-issuer-key"});
+    post_pull_secret(&emu, "clusters", "strict").await;
     let (status, _) = post(&emu, HC, &hc).await;
     assert_eq!(status, 201);
     let path = format!("{HC}/strict");
@@ -274,10 +277,12 @@ async fn an_operator_with_a_private_platform_supports_private_clusters_of_its_re
     post(&emu, "/api/v1/namespaces", &namespace("clusters")).await;
     let mut hc = hosted_cluster("inside");
     hc["spec"]["platform"]["aws"]["endpointAccess"] = json!("PublicAndPrivate");
+    post_pull_secret(&emu, "clusters", "inside").await;
     post(&emu, HC, &hc).await;
     let mut elsewhere = hosted_cluster("elsewhere");
     elsewhere["spec"]["platform"]["aws"]["endpointAccess"] = json!("Private");
     elsewhere["spec"]["platform"]["aws"]["region"] = json!("eu-west-1");
+    post_pull_secret(&emu, "clusters", "elsewhere").await;
     post(&emu, HC, &elsewhere).await;
 
     let available = until(&emu, &format!("{HC}/inside"), |_, hc| {
@@ -322,6 +327,7 @@ async fn node_pools_wait_for_the_default_security_group() {
     // A HostedCluster the operator refuses: no control plane, no security group.
     let mut hc = hosted_cluster("sg");
     hc["spec"]["services"][0]["servicePublishingStrategy"] = json!({"type": "Route"});
+    post_pull_secret(&emu, "clusters", "sg").await;
     post(&emu, HC, &hc).await;
     let path = format!("{HC}/sg");
     let refused = until(&emu, &path, |_, hc| {
@@ -420,6 +426,148 @@ async fn node_pools_wait_for_the_default_security_group() {
     assert_eq!(
         again["status"]["platform"]["aws"]["defaultWorkerSecurityGroupID"], id,
         "the same group"
+    );
+    emu.stop();
+}
+
+/// The hypershift-operator reads the HostedCluster's pull secret (`spec.pullSecret`, in
+/// the HostedCluster's namespace) before it looks up the release: while the Secret is
+/// missing or has no `.dockerconfigjson`, `ValidReleaseImage` is False `SecretNotFound`
+/// with `GetPullSecretBytes`' message, Progressing is blocked by it, the reconciliation
+/// fails, and no control plane rolls out. Once the Secret is there the rollout
+/// proceeds; a control plane that runs keeps running when the Secret goes away.
+#[tokio::test]
+async fn a_hosted_cluster_waits_for_its_pull_secret() {
+    let emu = emulator().await;
+    post(&emu, "/api/v1/namespaces", &namespace("clusters")).await;
+    let (status, _) = post(&emu, HC, &hosted_cluster("nopull")).await;
+    assert_eq!(status, 201);
+    let path = format!("{HC}/nopull");
+    let secrets = "/api/v1/namespaces/clusters/secrets";
+    let of = |object: &Value, kind: &str| {
+        let c = condition(object, kind).unwrap_or_else(|| panic!("no {kind}: {object}"));
+        (
+            c["status"].as_str().unwrap().to_owned(),
+            c["reason"].as_str().unwrap().to_owned(),
+            c["message"].as_str().unwrap().to_owned(),
+        )
+    };
+    let triple = |status: &str, reason: &str, message: &str| {
+        (status.to_owned(), reason.to_owned(), message.to_owned())
+    };
+    let blocked_operations = "blocked operations: [KubeconfigAndPasswordSync, \
+        MonitoringAndCLISecrets, OperatorDeployments, PlatformOIDCAndCSI, \
+        PublicEndpointExposed, RBACAndPolicies]";
+
+    let missing = r#"pull secret unavailable: secrets "nopull-pull-secret" not found"#;
+    let blocked = until(&emu, &path, |_, hc| is(hc, "ValidReleaseImage", "False")).await;
+    assert_eq!(
+        of(&blocked, "ValidReleaseImage"),
+        triple("False", "SecretNotFound", missing)
+    );
+    assert_eq!(
+        of(&blocked, "Progressing"),
+        triple("False", "Blocked", missing)
+    );
+    assert_eq!(
+        of(&blocked, "Available"),
+        triple("False", "WaitingForAvailable", missing)
+    );
+    assert_eq!(
+        of(&blocked, "Degraded"),
+        triple(
+            "Unknown",
+            "StatusUnknown",
+            "The hosted control plane is not found"
+        )
+    );
+    assert_eq!(
+        of(&blocked, "ReconciliationSucceeded"),
+        triple(
+            "False",
+            "ReconciliationError",
+            &format!(
+                "critical error: [failed to get pull secret: {missing}, failed to get pull \
+                 secret nopull-pull-secret: secrets \"nopull-pull-secret\" not found, release \
+                 image is not available]; {blocked_operations}"
+            )
+        )
+    );
+    assert!(is(&blocked, "ValidConfiguration", "True"), "{blocked}");
+    assert!(is(&blocked, "SupportedHostedCluster", "True"), "{blocked}");
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    let (_, still) = get(&emu, &path).await;
+    assert!(!is(&still, "Available", "True"), "{still}");
+    assert!(!is(&still, "KubeAPIServerAvailable", "True"), "{still}");
+    assert!(
+        !is(&still, "Degraded", "True"),
+        "nothing rolls out: {still}"
+    );
+    assert!(still["status"]["kubeconfig"].is_null(), "{still}");
+    let (status, _) = get(&emu, &format!("{secrets}/nopull-admin-kubeconfig")).await;
+    assert_eq!(status, 404);
+
+    // A Secret of that name without `.dockerconfigjson`: refused all the same.
+    let (status, body) = post(
+        &emu,
+        secrets,
+        &json!({"metadata": {"name": "nopull-pull-secret"}, "data": {"config.json": "e30="}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let keyless =
+        r#"pull secret unavailable: expected .dockerconfigjson key in secret "nopull-pull-secret""#;
+    let blocked = until(&emu, &path, |_, hc| {
+        condition(hc, "ValidReleaseImage").is_some_and(|c| c["message"] == keyless)
+    })
+    .await;
+    assert_eq!(
+        of(&blocked, "ValidReleaseImage"),
+        triple("False", "SecretNotFound", keyless)
+    );
+    assert_eq!(
+        of(&blocked, "ReconciliationSucceeded").2,
+        format!(
+            "critical error: [failed to get pull secret: {keyless}, hostedcluster pull secret \
+             \"nopull-pull-secret\" must have a .dockerconfigjson key, release image is not \
+             available]; {blocked_operations}"
+        )
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let (_, still) = get(&emu, &path).await;
+    assert!(!is(&still, "Available", "True"), "{still}");
+
+    // The pull secret as it should be: the control plane rolls out.
+    delete(&emu, &format!("{secrets}/nopull-pull-secret")).await;
+    post_pull_secret(&emu, "clusters", "nopull").await;
+    let available = until(&emu, &path, |_, hc| is(hc, "Available", "True")).await;
+    assert_eq!(
+        of(&available, "ValidReleaseImage"),
+        triple("True", "AsExpected", "Release image is valid")
+    );
+    assert!(
+        is(&available, "ReconciliationSucceeded", "True"),
+        "{available}"
+    );
+    assert!(is(&available, "Degraded", "False"), "{available}");
+    let (status, _) = get(&emu, &format!("{secrets}/nopull-admin-kubeconfig")).await;
+    assert_eq!(status, 200);
+
+    // Gone again: the operator says so, and the control plane it made runs on.
+    delete(&emu, &format!("{secrets}/nopull-pull-secret")).await;
+    let degraded = until(&emu, &path, |_, hc| is(hc, "ValidReleaseImage", "False")).await;
+    assert_eq!(
+        of(&degraded, "ValidReleaseImage"),
+        triple("False", "SecretNotFound", missing)
+    );
+    assert_eq!(
+        of(&degraded, "Progressing"),
+        triple("False", "Blocked", missing)
+    );
+    assert!(is(&degraded, "Available", "True"), "{degraded}");
+    assert!(
+        is(&degraded, "ReconciliationSucceeded", "False"),
+        "{degraded}"
     );
     emu.stop();
 }

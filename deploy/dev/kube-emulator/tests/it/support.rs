@@ -182,7 +182,32 @@ pub(crate) fn namespace(name: &str) -> Value {
     serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 }
 
-/// A Public AWS HostedCluster the operator accepts: the services published as its
+/// The pull secret `hosted_cluster(name)` refers to, `<name>-pull-secret`: a
+/// `kubernetes.io/dockerconfigjson` Secret whose `.dockerconfigjson` is a JSON document,
+/// as the API server and the operator want it.
+pub(crate) fn pull_secret(name: &str) -> Value {
+    use base64::Engine;
+    let document = base64::engine::general_purpose::STANDARD.encode(r#"{"auths":{}}"#);
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": format!("{name}-pull-secret")},
+        "type": "kubernetes.io/dockerconfigjson",
+        "data": {".dockerconfigjson": document},
+    })
+}
+
+/// Creates the pull secret of the HostedCluster `name` in `namespace`.
+pub(crate) async fn post_pull_secret(handle: &Handle, namespace: &str, name: &str) {
+    let (status, body) = post(
+        handle,
+        &format!("/api/v1/namespaces/{namespace}/secrets"),
+        &pull_secret(name),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+}
+
+/// A Public AWS HostedCluster the operator accepts (once its `pull_secret` exists): the services published as its
 /// `validateAWSConfig` requires, no service-account signing key of its own.
 pub(crate) fn hosted_cluster(name: &str) -> Value {
     let infra = format!("{name}-abcde");

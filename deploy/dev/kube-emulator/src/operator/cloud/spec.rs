@@ -239,9 +239,14 @@ impl Cluster {
     }
 
     /// The hypershift-operator reconciles it (`ValidConfiguration` and
-    /// `SupportedHostedCluster` True): it has a control plane.
+    /// `SupportedHostedCluster` True) and it has a control plane: not `Degraded`
+    /// Unknown, which the HostedCluster controller reports when there is no
+    /// HostedControlPlane ("The hosted control plane is not found") — as for a
+    /// HostedCluster whose pull secret was missing from the start.
     pub(super) fn reconciled(&self) -> bool {
-        self.is("ValidConfiguration", "True") && self.is("SupportedHostedCluster", "True")
+        self.is("ValidConfiguration", "True")
+            && self.is("SupportedHostedCluster", "True")
+            && !self.is("Degraded", "Unknown")
     }
 
     /// It has (or had) a HostedControlPlane: reconciled now, or its control plane made
@@ -311,5 +316,42 @@ impl Cluster {
     /// `<name>.hypershift.local`, the guest's private zone (`zoneName`).
     pub(super) fn local_zone(&self) -> String {
         format!("{}.hypershift.local", self.name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn with(conditions: &[(&str, &str)]) -> Cluster {
+        let conditions: Vec<Value> = conditions
+            .iter()
+            .map(|(kind, status)| json!({"type": kind, "status": status}))
+            .collect();
+        Cluster::read(
+            &json!({"metadata": {"name": "c", "namespace": "ns", "uid": "u"},
+                    "spec": {"platform": {"type": "AWS", "aws": {"region": "us-east-1"}}},
+                    "status": {"conditions": conditions}}),
+            &[],
+        )
+    }
+
+    #[test]
+    fn only_a_cluster_with_a_control_plane_is_reconciled() {
+        let valid = [
+            ("ValidConfiguration", "True"),
+            ("SupportedHostedCluster", "True"),
+        ];
+        assert!(with(&valid).reconciled());
+        let mut rolling = valid.to_vec();
+        rolling.push(("Degraded", "True"));
+        assert!(with(&rolling).reconciled());
+        // The pull secret was missing from the start: no HostedControlPlane.
+        let mut without = valid.to_vec();
+        without.push(("Degraded", "Unknown"));
+        assert!(!with(&without).reconciled());
+        assert!(!with(&without).has_control_plane());
+        assert!(!with(&[("ValidConfiguration", "False")]).reconciled());
     }
 }
