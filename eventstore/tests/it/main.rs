@@ -13,6 +13,7 @@ mod claims;
 mod concurrency;
 mod known_and_published;
 mod large_history;
+mod notify;
 mod registry;
 mod support;
 mod tamper;

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use hcpflow_engine::WorkflowId;
 use hcpflow_eventstore::{OutboxMessage, PublishedRange, PublishedRuns, OUTBOX_CHANNEL};
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 use crate::runtime::journal::Journal;
 use crate::runtime::outgoing::event_on;
@@ -34,6 +35,27 @@ const PURGE_EVERY: Duration = Duration::from_secs(60);
 /// far beyond what steps produce), so a large backlog shrinks within a few passes.
 const MAX_PURGE_BATCHES: usize = 100;
 
+/// When the relay purges: every [`PURGE_EVERY`], the first a period after it starts.
+#[derive(Debug, Clone, Copy)]
+struct PurgeSchedule {
+    last: Instant,
+}
+
+impl PurgeSchedule {
+    fn starting_at(start: Instant) -> Self {
+        Self { last: start }
+    }
+
+    /// Whether a purge is due at `now`; when it is, the next period starts at `now`.
+    fn due(&mut self, now: Instant) -> bool {
+        if now.saturating_duration_since(self.last) < PURGE_EVERY {
+            return false;
+        }
+        self.last = now;
+        true
+    }
+}
+
 #[derive(Debug)]
 pub struct Relay {
     pub journal: Arc<Journal>,
@@ -48,10 +70,9 @@ impl Relay {
 
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
         let mut listener = self.journal.store.listen(&[OUTBOX_CHANNEL]).await?;
-        let mut purged_at = tokio::time::Instant::now();
+        let mut purges = PurgeSchedule::starting_at(Instant::now());
         loop {
-            if purged_at.elapsed() >= PURGE_EVERY {
-                purged_at = tokio::time::Instant::now();
+            if purges.due(Instant::now()) {
                 self.purge().await;
             }
             let rows = self.relay_leftovers().await;
@@ -196,4 +217,32 @@ fn lag_ms(oldest: Option<chrono::DateTime<chrono::Utc>>) -> u64 {
     oldest.map_or(0, |at| {
         u64::try_from((chrono::Utc::now() - at).num_milliseconds()).unwrap_or(0)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The relay's loop purges when its schedule says so (and the lint against dead
+    /// code fails the build if it stops calling [`Relay::purge`]): once a minute, the
+    /// first a minute after it starts, what has been done for an hour.
+    #[test]
+    fn the_relay_purges_every_minute_what_is_an_hour_old() {
+        assert_eq!(RETENTION, Duration::from_secs(60 * 60));
+        let minute = Duration::from_secs(60);
+        let start = Instant::now();
+        let mut purges = PurgeSchedule::starting_at(start);
+        assert!(!purges.due(start), "not as it starts");
+        assert!(!purges.due(start + minute - Duration::from_millis(1)));
+        assert!(purges.due(start + minute), "a minute after it starts");
+        assert!(!purges.due(start + minute), "once a period");
+        assert!(!purges.due(start + 2 * minute - Duration::from_millis(1)));
+        assert!(purges.due(start + 2 * minute), "every minute");
+        // A loop that came round late (a long relay pass) purges at once, and counts
+        // the next minute from then.
+        let late = start + 3 * minute + Duration::from_secs(25);
+        assert!(purges.due(late));
+        assert!(!purges.due(late + minute - Duration::from_millis(1)));
+        assert!(purges.due(late + minute));
+    }
 }
