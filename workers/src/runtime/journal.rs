@@ -24,6 +24,7 @@ use crate::runtime::history_cache::HistoryCache;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::outgoing::Outgoing;
 use crate::runtime::publish::Published;
+use crate::runtime::step::off_the_async_workers;
 
 /// How many bytes of decoded histories a process keeps between steps (an estimate of
 /// their memory; see `history_cache.rs`). A mid-flight `create_hosted_cluster` history
@@ -107,17 +108,18 @@ impl Journal {
         self.return_published(vec![id], None);
     }
 
-    /// The whole history, decoded for the engine.
+    /// The whole history, decoded for the engine (a long one off the async workers).
     pub async fn load(
         &self,
         id: &WorkflowId,
     ) -> Result<Vec<HistoryEvent>, hcpflow_eventstore::Error> {
-        self.store
-            .read_full_history(id)
-            .await?
-            .iter()
-            .map(|event| event.to_history_event())
-            .collect()
+        let stored = self.store.read_full_history(id).await?;
+        off_the_async_workers(stored.len(), || {
+            stored
+                .iter()
+                .map(|event| event.to_history_event())
+                .collect()
+        })
     }
 
     /// Creates a workflow with its first events, then publishes.

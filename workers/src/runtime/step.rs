@@ -244,7 +244,7 @@ const LONG_HISTORY: usize = 500;
 /// held up by milliseconds of CPU (`block_in_place`; a call nested in another runs as
 /// it is). `block_in_place` needs the multi-threaded runtime, the server's; tests may
 /// run on the current-thread one.
-fn off_the_async_workers<R>(events: usize, work: impl FnOnce() -> R) -> R {
+pub(crate) fn off_the_async_workers<R>(events: usize, work: impl FnOnce() -> R) -> R {
     let multi_thread = tokio::runtime::Handle::try_current()
         .is_ok_and(|handle| handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
     if events >= LONG_HISTORY && multi_thread {
