@@ -74,6 +74,7 @@ impl AccountClients {
                         .assuming(
                             &account.role_arn,
                             account.external_id.as_deref(),
+                            account.sts_region.as_deref(),
                             SESSION_NAME,
                             region,
                         )

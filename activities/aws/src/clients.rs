@@ -73,12 +73,14 @@ impl AwsClients {
     }
 
     /// Clients in another account: credentials of `role_arn`, assumed with these
-    /// clients' own (through the same endpoint), calling `region`. The SDK's identity
+    /// clients' own (through the same endpoint; STS of `sts_region`, by default these
+    /// clients' region), calling `region`. The SDK's identity
     /// cache keeps the assumed credentials and asks STS again before they expire.
     pub async fn assuming(
         &self,
         role_arn: &str,
         external_id: Option<&str>,
+        sts_region: Option<&str>,
         session_name: &str,
         region: &str,
     ) -> Self {
@@ -87,6 +89,9 @@ impl AwsClients {
             .configure(&self.sdk);
         if let Some(external_id) = external_id {
             role = role.external_id(external_id);
+        }
+        if let Some(sts_region) = sts_region {
+            role = role.region(Region::new(sts_region.to_owned()));
         }
         let credentials = SharedCredentialsProvider::new(role.build().await);
         Self::from_sdk(

@@ -90,3 +90,124 @@ async fn a_create_may_name_only_the_accounts_its_tenant_may_use() {
         "{stderr}"
     );
 }
+
+/// An account of its own for one test run: moto keeps each account's objects apart.
+fn fresh_account_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("9{:011}", nanos % 100_000_000_000)
+}
+
+/// A PublicAndPrivate cluster whose objects are in another account than the server's
+/// own, which stays the management side's: the network, zones, IAM, the control plane's
+/// endpoints and the guest's resources land in the hosted cluster's account, only the
+/// OIDC documents and the operators' endpoint services in the management account; the
+/// destroy leaves both accounts without anything of the cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_is_made_in_its_own_account_and_destroyed_from_both() {
+    use crate::cluster_support::{
+        cluster_stack, holdings, prerequisites, wait_for_guest, Holdings,
+    };
+    use std::time::Duration;
+
+    let Some(stack) =
+        cluster_stack("a_cluster_is_made_in_its_own_account_and_destroyed_from_both").await
+    else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("accts");
+    let account_id = fresh_account_id();
+    let role = format!("arn:aws:iam::{account_id}:role/hcpflow-guest");
+    let guest = stack
+        .moto
+        .assuming(&role, None, None, "checker", "us-east-1")
+        .await;
+    let pre = prerequisites(&stack.moto, &prefix.to_lowercase()).await;
+    // The public zone of the base domain is the hosted cluster's account's.
+    guest
+        .route53
+        .create_hosted_zone()
+        .name(&pre.base_domain)
+        .caller_reference(format!("prereq-{prefix}"))
+        .send()
+        .await
+        .unwrap();
+    let mut env = stack.env.clone();
+    env.retain(|(k, _)| k != "AWS_ACCESS_KEY_ID");
+    env.push(("AWS_ACCESS_KEY_ID".into(), format!("{prefix}-key")));
+    let server = Server::start(
+        env,
+        &prefix,
+        &[
+            "--aws-account",
+            &format!("guest={role};tenants=*;external_id=hcpflow-test"),
+        ],
+    )
+    .await;
+
+    let name = cluster_name("acct");
+    let mut input = create_input(&name, &pre, 1);
+    input["aws_account"] = "guest".into();
+    let create = format!("{prefix}-create");
+    let started = server
+        .start_workflow("create_hosted_cluster", &create, input)
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    let status = server
+        .wait_terminal(&create, Duration::from_secs(400))
+        .await;
+    let described = server.api("describe", json!({"workflow_id": create})).await;
+    assert_eq!(status, "completed", "{described}");
+    let infra_id = described["workflow"]["output"]["infra_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    wait_for_guest(&guest, &infra_id).await;
+
+    let in_guest = holdings(&guest, &stack.kube, &name, &infra_id, &pre).await;
+    assert_eq!(
+        in_guest,
+        Holdings {
+            endpoint_services: 0,
+            ..Holdings::one_cluster()
+        },
+        "the hosted cluster's account"
+    );
+    let in_management = holdings(&stack.moto, &stack.kube, &name, &infra_id, &pre).await;
+    assert_eq!(
+        (
+            in_management.vpcs,
+            in_management.roles,
+            in_management.oidc_providers,
+            in_management.private_zones,
+            in_management.guest_load_balancers,
+            in_management.endpoint_services,
+            in_management.documents,
+        ),
+        (0, 0, 0, 0, 0, 2, 2),
+        "the management account: {in_management:?}"
+    );
+
+    let destroy = format!("{prefix}-destroy");
+    server
+        .start_workflow("destroy_hosted_cluster", &destroy, json!({"cluster": name}))
+        .await;
+    let status = server
+        .wait_terminal(&destroy, Duration::from_secs(400))
+        .await;
+    let described = server
+        .api("describe", json!({"workflow_id": destroy}))
+        .await;
+    assert_eq!(status, "completed", "{described}");
+    for (account, clients) in [("guest", &guest), ("management", &stack.moto)] {
+        let left = holdings(clients, &stack.kube, &name, &infra_id, &pre).await;
+        assert_eq!(
+            left,
+            Holdings::default(),
+            "{account} account after the destroy"
+        );
+    }
+}

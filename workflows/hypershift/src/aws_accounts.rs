@@ -15,11 +15,13 @@ use serde_json::Value;
 
 use crate::create::TYPE as CREATE;
 use crate::input::is_dns_label;
+use crate::pull_secret_ref::is_region;
 
 /// The create input's fields that name accounts.
 pub const ACCOUNT_FIELDS: [&str; 2] = ["aws_account", "management_aws_account"];
 
-/// One account: `NAME=ROLE_ARN;tenants=T1|T2[;external_id=ID]` (`tenants=*`: every tenant).
+/// One account: `NAME=ROLE_ARN;tenants=T1|T2[;external_id=ID][;region=R]` (`tenants=*`:
+/// every tenant; `region`: where STS is asked).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AwsAccount {
     pub name: String,
@@ -31,6 +33,9 @@ pub struct AwsAccount {
     pub external_id: Option<String>,
     /// Who may name the account; `*` is everyone.
     pub tenants: Vec<String>,
+    /// The region of the STS endpoint the role is assumed through (regional STS);
+    /// `None`: the server's own region.
+    pub sts_region: Option<String>,
 }
 
 impl AwsAccount {
@@ -70,7 +75,7 @@ impl FromStr for AwsAccount {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let usage = "an AWS account is NAME=arn:aws:iam::ACCOUNT:role/ROLE;tenants=T1|T2 (or tenants=*), optionally ;external_id=ID";
+        let usage = "an AWS account is NAME=arn:aws:iam::ACCOUNT:role/ROLE;tenants=T1|T2 (or tenants=*), optionally ;external_id=ID and ;region=R (of STS)";
         let (name, rest) = text
             .split_once('=')
             .ok_or_else(|| format!("{text:?}: {usage}"))?;
@@ -89,6 +94,7 @@ impl FromStr for AwsAccount {
         }
         let mut tenants = None;
         let mut external_id = None;
+        let mut sts_region = None;
         for part in parts.filter(|p| !p.is_empty()) {
             match part.split_once('=') {
                 Some(("tenants", list)) => {
@@ -111,6 +117,9 @@ impl FromStr for AwsAccount {
                 Some(("external_id", id)) if (2..=1224).contains(&id.len()) => {
                     external_id = Some(id.to_owned());
                 }
+                Some(("region", region)) if is_region(region) => {
+                    sts_region = Some(region.to_owned());
+                }
                 Some(("external_id", _)) => {
                     return Err(format!(
                         "account {name}: an external id has 2 to 1224 characters"
@@ -127,6 +136,7 @@ impl FromStr for AwsAccount {
             role_arn: role_arn.to_owned(),
             external_id,
             tenants,
+            sts_region,
         })
     }
 }
@@ -226,6 +236,11 @@ mod tests {
         assert_eq!(guest.external_id.as_deref(), Some("xyz"));
         assert!(!serde_json::to_string(&accounts).unwrap().contains("xyz"));
         assert_eq!(accounts.get("shared").unwrap().account_id(), "222222222222");
+        assert_eq!(guest.sts_region, None);
+        let regional: AwsAccount = "r=arn:aws:iam::111111111111:role/r;tenants=*;region=eu-west-1"
+            .parse()
+            .unwrap();
+        assert_eq!(regional.sts_region.as_deref(), Some("eu-west-1"));
     }
 
     #[test]

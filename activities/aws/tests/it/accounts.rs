@@ -29,6 +29,7 @@ async fn moto_in_guest_account(stack: &Stack) -> AwsClients {
         .assuming(
             &format!("arn:aws:iam::{GUEST_ACCOUNT_ID}:role/checker"),
             None,
+            None,
             "checker",
             &stack.moto.region,
         )

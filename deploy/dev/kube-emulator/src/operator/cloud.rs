@@ -160,9 +160,10 @@ struct Memory {
 pub struct Cloud {
     settings: Settings,
     clients: Clients,
-    /// Clients of the other regions HostedClusters named (`spec.platform.aws.region`):
-    /// the operators work in their cluster's region.
-    regional: HashMap<String, Clients>,
+    /// Clients of the control planes, by (region, control-plane-operator role): each
+    /// works in its cluster's region (`spec.platform.aws.region`) and account (its
+    /// role's).
+    control_planes: HashMap<(String, String), Clients>,
     gate: CleanupGate,
     memory: HashMap<String, Memory>,
     /// Subnet id → availability zone (`deduplicateSubnetsByAZ`'s cache).
@@ -178,7 +179,7 @@ impl Cloud {
         Self {
             settings,
             clients,
-            regional: HashMap::new(),
+            control_planes: HashMap::new(),
             gate,
             memory: HashMap::new(),
             zones: HashMap::new(),
@@ -220,25 +221,37 @@ impl Cloud {
         self.memory.retain(|uid, _| seen.contains(uid));
     }
 
-    /// The clients of `cluster`'s region (the management cluster's own when it names none).
+    /// The clients of `cluster`'s control plane: in its region (the management
+    /// cluster's own when it names none), acting as its control-plane-operator role, so
+    /// in the hosted cluster's account, which may not be the management cluster's
+    /// (without a role, the management cluster's own credentials).
     async fn clients_for(&mut self, cluster: &Cluster) -> Clients {
-        let region = cluster.region.as_str();
-        if region.is_empty() || region == self.settings.region {
-            return self.clients.clone();
-        }
-        if let Some(clients) = self.regional.get(region) {
+        let region = match cluster.region.as_str() {
+            "" => self.settings.region.clone(),
+            region => region.to_owned(),
+        };
+        let key = (region.clone(), cluster.cpo_role_arn.clone());
+        if let Some(clients) = self.control_planes.get(&key) {
             return clients.clone();
         }
-        let settings = Settings {
-            region: region.to_owned(),
-            ..self.settings.clone()
+        let in_region = if region == self.settings.region {
+            self.clients.clone()
+        } else {
+            Clients::connect(&Settings {
+                region,
+                ..self.settings.clone()
+            })
+            .await
         };
-        let clients = Clients::connect(&settings).await;
-        self.regional.insert(region.to_owned(), clients.clone());
+        let clients = if cluster.cpo_role_arn.starts_with("arn:") {
+            in_region.assuming(&cluster.cpo_role_arn).await
+        } else {
+            in_region
+        };
+        self.control_planes.insert(key, clients.clone());
         clients
     }
 
-    /// The inputs whose change makes a HostedCluster due at once.
     fn inputs(cluster: &Cluster) -> String {
         let watched: Vec<String> = [
             "ValidConfiguration",
@@ -457,7 +470,8 @@ impl Cloud {
                 timeout,
             },
         };
-        let progress = cleanup::run(&clients, &cpo, cluster, deletion).await;
+        let management = self.clients.clone();
+        let progress = cleanup::run(&clients, &management, &cpo, cluster, deletion).await;
         if !progress.conditions.is_empty() {
             write(shared, cluster, progress.conditions, None);
         }

@@ -1,5 +1,6 @@
-//! The AWS side of the emulator: one set of clients with the management account's
-//! credentials (moto takes `testing`/`testing`), and AWS errors as the Go SDK v2 the
+//! The AWS side of the emulator: clients with the management account's credentials
+//! (moto takes `testing`/`testing`), the control plane's through its role in the
+//! hosted cluster's account, and AWS errors as the Go SDK v2 the
 //! operators are written with reports them — the operators put `err.Error()` or the
 //! error code (`supportawsutil.AWSErrorCode`) into their conditions, so the emulator's
 //! messages must be spelled the same way.
@@ -28,6 +29,7 @@ pub(super) struct Clients {
     pub(super) route53: aws_sdk_route53::Client,
     /// Path-style, as an endpoint override needs it (the guest's registry bucket).
     pub(super) s3: aws_sdk_s3::Client,
+    sdk: aws_config::SdkConfig,
 }
 
 impl Clients {
@@ -50,17 +52,43 @@ impl Clients {
             )
             .load()
             .await;
+        Self::from_sdk(settings.region.clone(), sdk)
+    }
+
+    /// The same endpoint and region, acting as `role_arn`: what a control-plane
+    /// component does in the hosted cluster's account, whichever account that is (moto
+    /// gives credentials of the role's account, whether or not the role exists). The
+    /// real control-plane-operator assumes its role with a web identity token; moto
+    /// treats that call as this one.
+    pub(super) async fn assuming(&self, role_arn: &str) -> Self {
+        let role = aws_config::sts::AssumeRoleProvider::builder(role_arn)
+            .session_name("hcpflow-kube-emulator")
+            .configure(&self.sdk)
+            .build()
+            .await;
+        let sdk = self
+            .sdk
+            .to_builder()
+            .credentials_provider(
+                aws_credential_types::provider::SharedCredentialsProvider::new(role),
+            )
+            .build();
+        Self::from_sdk(self.region.clone(), sdk)
+    }
+
+    fn from_sdk(region: String, sdk: aws_config::SdkConfig) -> Self {
         let s3 = aws_sdk_s3::config::Builder::from(&sdk)
             .force_path_style(true)
             .build();
         Self {
-            region: settings.region.clone(),
+            region,
             ec2: aws_sdk_ec2::Client::new(&sdk),
             elb: aws_sdk_elasticloadbalancing::Client::new(&sdk),
             elbv2: aws_sdk_elasticloadbalancingv2::Client::new(&sdk),
             iam: aws_sdk_iam::Client::new(&sdk),
             route53: aws_sdk_route53::Client::new(&sdk),
             s3: aws_sdk_s3::Client::from_conf(s3),
+            sdk,
         }
     }
 }

@@ -124,9 +124,12 @@ pub(super) struct Deletion<'a> {
     pub(super) timeout: Duration,
 }
 
-/// One pass of the cleanup of a deleted HostedCluster.
+/// One pass of the cleanup of a deleted HostedCluster: the control plane's with
+/// `clients` (its region and account), the hypershift-operator's endpoint services and
+/// the management cluster's load balancers with `management`.
 pub(super) async fn run(
     clients: &Clients,
+    management: &Clients,
     cpo: &Cpo,
     cluster: &Cluster,
     deletion: Deletion<'_>,
@@ -149,12 +152,12 @@ pub(super) async fn run(
                            "giving up on the control-plane-operator's cleanup after the grace period");
         }
         for service in all_private_services() {
-            if let Err(problem) = endpoint_service::destroy(clients, cluster, &service).await {
+            if let Err(problem) = endpoint_service::destroy(management, cluster, &service).await {
                 return stopped(problem);
             }
         }
         for service in all_private_services() {
-            if let Err(problem) = load_balancer::destroy(clients, cluster, &service).await {
+            if let Err(problem) = load_balancer::destroy(management, cluster, &service).await {
                 return stopped(problem.go_error());
             }
         }
