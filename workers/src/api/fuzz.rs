@@ -1,7 +1,9 @@
 //! Property-based fuzzing of what arrives from NATS before any I/O: every request body
 //! (bytes of any shape, or JSON of any shape under a verb's field names) reads into
-//! its request type or into one documented error, and the task and history-entry
-//! decoders refuse what they cannot read — never a panic. Run by `cargo test` (and so
+//! its request type or into one documented error, every workflow input of any shape is
+//! validated or refused with its problems, and the task and history-entry decoders
+//! refuse what they cannot read (the task loop dead-letters what does not decode) —
+//! never a panic. Run by `cargo test` (and so
 //! `make test`) for a bounded number of cases.
 
 use proptest::prelude::*;
@@ -32,6 +34,37 @@ const NAMES: [&str; 16] = [
     "name",
     "include_destroyed",
     "ünïcode\u{0}",
+];
+
+/// The fields of the HyperShift workflows' inputs, and one they do not have.
+const CREATE_NAMES: [&str; 27] = [
+    "name",
+    "infra_id",
+    "region",
+    "zones",
+    "base_domain",
+    "endpoint_access",
+    "vpc_cidr",
+    "oidc_bucket",
+    "namespace",
+    "management",
+    "release_image",
+    "pull_secret",
+    "pull_secret_ref",
+    "ssh_public_key",
+    "node_pools",
+    "keep_on_failure",
+    "control_plane_timeout_secs",
+    "availability_policy",
+    "resource_tags",
+    "annotations",
+    "aws_account",
+    "management_aws_account",
+    "cluster",
+    "node_pool",
+    "replicas",
+    "timeout_secs",
+    "ünknown",
 ];
 
 /// Strings that reach the edges: ids of every length, unicode, control characters,
@@ -117,6 +150,44 @@ proptest! {
         let body = serde_json::to_vec(&Value::Object(map)).unwrap_or_default();
         let parsed = parse_body(&body, usize::MAX).map_err(|e| TestCaseError::fail(e.to_string()))?;
         read_as_every_verb(parsed);
+    }
+
+    #[test]
+    fn any_input_is_validated_or_refused_with_its_problems(
+        changes in prop::collection::btree_map(prop::sample::select(CREATE_NAMES.to_vec()), json(), 0..6),
+        workflow_type in prop::sample::select(vec![
+            hcpflow_hypershift::create::TYPE,
+            hcpflow_hypershift::scale::TYPE,
+            hcpflow_hypershift::destroy::TYPE,
+        ]),
+    ) {
+        // Every start's input goes through its type's validation, then the server's
+        // policies, before anything is recorded: each says what is wrong, never panics.
+        // A valid input with a few fields changed (null: taken out), so that the checks
+        // past the first one are reached too.
+        let mut input = serde_json::json!({
+            "name": "demo", "region": "us-east-1", "zones": ["us-east-1a"],
+            "base_domain": "example.com", "endpoint_access": "Public", "vpc_cidr": "10.0.0.0/16",
+            "oidc_bucket": "oidc", "release_image": "quay.io/openshift-release-dev/ocp-release:4.17.0-x86_64",
+            "pull_secret": "{\"auths\": {}}", "ssh_public_key": "ssh-ed25519 AAAA",
+            "node_pools": [{"name": "p", "zone": "us-east-1a", "replicas": 1}],
+            "cluster": "demo", "node_pool": "p", "replicas": 2,
+        });
+        for (field, value) in changes {
+            match value {
+                Value::Null => input.as_object_mut().unwrap().remove(field),
+                value => input.as_object_mut().unwrap().insert(field.to_owned(), value),
+            };
+        }
+        let mut catalog = hcpflow_engine::Catalog::new();
+        hcpflow_hypershift::catalog::register_workflows(&mut catalog).unwrap();
+        let info = catalog.info(workflow_type).unwrap();
+        if let Err(problems) = (info.validate)(&input) {
+            prop_assert!(!problems.is_empty() && problems.iter().all(|p| !p.is_empty()));
+        }
+        let _ = hcpflow_hypershift::admission::AdmissionPolicy::default().check(workflow_type, &input);
+        let _ = hcpflow_hypershift::aws_accounts::AwsAccounts::default().check("t", workflow_type, &input);
+        let _ = hcpflow_hypershift::pull_secret_ref::SecretRefPolicy::default().check("t", workflow_type, &input);
     }
 
     #[test]

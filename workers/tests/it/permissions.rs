@@ -348,9 +348,47 @@ async fn every_role_under_its_own_user_can_do_its_work_and_nothing_else() {
     }
     let (migrate, _) = client_as(&users, &nats.url, &name("migrate")).await;
     let js = async_nats::jetstream::new(migrate);
-    assert!(
-        js.get_stream(&audit).await.is_ok(),
-        "the witness stream stays"
-    );
+    let mut witness = js
+        .get_stream(&audit)
+        .await
+        .expect("the witness stream stays");
+    let config = witness.info().await.unwrap().config.clone();
+    // Only migrate makes or changes streams: no runtime process may create the witness
+    // under its name (were it gone) or loosen it.
+    for user in ["api", "workflow", "activity", "relay", "timer", "server"] {
+        let (client, errors) = client_as(&users, &nats.url, &name(user)).await;
+        let js = async_nats::jetstream::new(client);
+        let loosened = async_nats::jetstream::stream::Config {
+            deny_delete: false,
+            deny_purge: false,
+            ..config.clone()
+        };
+        let updated =
+            tokio::time::timeout(Duration::from_secs(3), js.update_stream(&loosened)).await;
+        assert!(
+            !matches!(updated, Ok(Ok(_))),
+            "{user} changed the witness stream"
+        );
+        violated(&errors, &format!("$JS.API.STREAM.UPDATE.{audit}")).await;
+        let created = tokio::time::timeout(
+            Duration::from_secs(3),
+            js.create_stream(async_nats::jetstream::stream::Config {
+                name: format!("{audit}_COPY"),
+                subjects: vec![format!("{}.copy", nats_prefix_of(&audit))],
+                ..Default::default()
+            }),
+        )
+        .await;
+        assert!(!matches!(created, Ok(Ok(_))), "{user} created a stream");
+        violated(&errors, &format!("$JS.API.STREAM.CREATE.{audit}_COPY")).await;
+    }
     drop(processes);
+}
+
+/// A subject prefix of the stream's deployment (`<PREFIX>_AUDIT` → `<prefix>`).
+fn nats_prefix_of(stream: &str) -> String {
+    stream
+        .rsplit_once('_')
+        .map_or(stream, |(prefix, _)| prefix)
+        .to_lowercase()
 }
