@@ -40,6 +40,7 @@ impl Checkpointer {
         // of later scans.
         let mut refused: BTreeSet<(WorkflowId, Seq)> = BTreeSet::new();
         loop {
+            self.journal.metrics.checkpoint_scans.inc();
             match self.sign_batch(&mut refused).await {
                 // A full batch signed: more may wait, scan again at once. Anything
                 // else (a batch of heads that moved on, or an error) waits a tick, so

@@ -93,6 +93,7 @@ pub struct Metrics {
     pub dead_lettered: Counter,
     pub swept: Counter,
     pub timers_fired: Counter,
+    pub checkpoint_scans: Counter,
     /// Age in milliseconds of the oldest row the relay last had to publish; 0 when it
     /// found none.
     pub outbox_lag_ms: Gauge,
@@ -114,7 +115,7 @@ impl Metrics {
 
     /// The counters with their names (without the `hcpflow_` prefix and the `_total`
     /// suffix, which the encoder adds) and help texts.
-    fn counters(&self) -> [(&'static str, &'static str, &Counter); 14] {
+    fn counters(&self) -> [(&'static str, &'static str, &Counter); 15] {
         [
             ("workflow_tasks", "workflow tasks run", &self.workflow_tasks),
             (
@@ -173,6 +174,11 @@ impl Metrics {
                 "timers_fired",
                 "timers and retry backoffs fired",
                 &self.timers_fired,
+            ),
+            (
+                "checkpoint_scans",
+                "scans of the checkpointer for heads to sign",
+                &self.checkpoint_scans,
             ),
         ]
     }
@@ -267,7 +273,7 @@ mod tests {
 
     /// Every sample name exposed before the move to `prometheus-client`: scrapers
     /// and dashboards depend on them.
-    const SAMPLE_NAMES: [&str; 19] = [
+    const SAMPLE_NAMES: [&str; 20] = [
         "hcpflow_workflow_tasks_total",
         "hcpflow_activity_tasks_total",
         "hcpflow_eager_activity_tasks_total",
@@ -282,6 +288,7 @@ mod tests {
         "hcpflow_dead_lettered_total",
         "hcpflow_swept_total",
         "hcpflow_timers_fired_total",
+        "hcpflow_checkpoint_scans_total",
         "hcpflow_outbox_lag_milliseconds",
         "hcpflow_workflow_task_seconds_sum",
         "hcpflow_workflow_task_seconds_count",

@@ -437,3 +437,48 @@ async fn a_run_whose_claim_was_taken_over_stops_and_frees_its_slot() {
     );
     pool.close().await;
 }
+
+/// More heads the checkpointer refuses than one scan takes (workflows that ended with a
+/// last event that is not an end: their histories do not verify) leave its loop at one
+/// scan a tick. Before refused heads counted as a full batch, it scanned them again at
+/// once, for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_checkpointer_does_not_spin_on_heads_it_refuses() {
+    let Some(env) = stack("the_checkpointer_does_not_spin_on_heads_it_refuses") else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("spin");
+    let metrics_addr = format!("127.0.0.1:{}", crate::support::free_port());
+    let server = Server::start(env, &prefix, &["--metrics-addr", &metrics_addr]).await;
+    let subjects = hcpflow_protocol::subjects::Subjects::new(&server.prefix).unwrap();
+    let tenant = hcpflow_engine::TenantId::default_tenant();
+    let started = Event::from(WorkflowStarted {
+        workflow_type: "noop_chain".into(),
+        input: json!({"steps": 1}),
+        concurrency_key: None,
+        parent: None,
+    });
+    // One more than a scan's batch (100).
+    for n in 0..101 {
+        let id = format!("{prefix}-refused-{n}");
+        record_for(
+            &server,
+            Some(subjects.events(&tenant, &id)),
+            &id,
+            "noop_chain",
+            WorkflowStatus::Completed,
+            new_events(std::slice::from_ref(&started)),
+            None,
+        )
+        .await;
+    }
+    // The refusals are made within a scan or two; then count what follows.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let before = counter(&metrics_addr, "hcpflow_checkpoint_scans_total").await;
+    assert!(before > 0, "the checkpointer never scanned");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let scans = counter(&metrics_addr, "hcpflow_checkpoint_scans_total").await - before;
+    // One scan a second (its tick), with some slack for a slow machine's timing.
+    assert!(scans <= 8, "{scans} scans in 4 s: the checkpointer spins");
+}
