@@ -96,7 +96,10 @@ async fn migrate_bounds_every_stream() {
         "--stream-max-bytes",
         "10000000",
     ];
-    let output = crate::support::hcpflow(&args, env).output().await.unwrap();
+    let output = crate::support::hcpflow(&args, env.clone())
+        .output()
+        .await
+        .unwrap();
     assert!(
         output.status.success(),
         "{}",
@@ -105,6 +108,21 @@ async fn migrate_bounds_every_stream() {
     for role in hcpflow_protocol::StreamRole::ALL {
         let (max_bytes, _, _) = limits(js.clone(), subjects.stream(role)).await;
         assert_eq!(max_bytes, 10_000_000, "{role:?}");
+    }
+    // The replica count is asked of NATS as given: the stack's single server cannot
+    // keep three copies, and says so, and the streams stay as they were.
+    let mut args = args.to_vec();
+    args.extend(["--stream-replicas", "3"]);
+    let output = crate::support::hcpflow(&args, env.clone())
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("replicas > 1 not supported"), "{stderr}");
+    for role in hcpflow_protocol::StreamRole::ALL {
+        let (_, replicas, _) = limits(js.clone(), subjects.stream(role)).await;
+        assert_eq!(replicas, 1, "{role:?}");
     }
     // NATS reserves a bounded stream's bytes in its store: give them back.
     drop(server);
