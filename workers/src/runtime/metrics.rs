@@ -327,7 +327,7 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }
-        assert_eq!(text.matches("# TYPE ").count(), 17, "{text}");
+        assert_eq!(text.matches("# TYPE ").count(), 18, "{text}");
     }
 
     #[test]
