@@ -120,3 +120,94 @@ async fn a_cluster_is_made_and_destroyed_in_its_own_region() {
         "{searched}"
     );
 }
+
+/// A Private cluster in a region the hypershift-operator does not serve privately (the
+/// stack's serves us-east-1) is refused before anything of it is made: since the
+/// `privatelink-checked-first` patch, PrivateLink's checks come before the network.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_private_cluster_the_operator_cannot_serve_is_refused_before_anything_is_made() {
+    let Some(stack) = cluster_stack(
+        "a_private_cluster_the_operator_cannot_serve_is_refused_before_anything_is_made",
+    )
+    .await
+    else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("pvtwest");
+    let mut pre = prerequisites(&stack.moto, &prefix.to_lowercase()).await;
+    // A management network in us-west-2, so that the prerequisites pass there.
+    let west = stack.moto.in_region(REGION);
+    let vpc = west
+        .ec2
+        .create_vpc()
+        .cidr_block("10.203.0.0/16")
+        .send()
+        .await
+        .unwrap();
+    let vpc_id = vpc.vpc().unwrap().vpc_id().unwrap().to_owned();
+    let mut subnets = Vec::new();
+    for (index, zone) in ZONES.iter().enumerate() {
+        let subnet = west
+            .ec2
+            .create_subnet()
+            .vpc_id(&vpc_id)
+            .availability_zone(*zone)
+            .cidr_block(format!("10.203.{index}.0/24"))
+            .send()
+            .await
+            .unwrap();
+        subnets.push(subnet.subnet().unwrap().subnet_id().unwrap().to_owned());
+    }
+    pre.management_vpc = vpc_id.clone();
+    pre.management_subnets = subnets.clone();
+    let server = server_with_key(&stack, &prefix, &format!("{prefix}-key")).await;
+
+    let name = cluster_name("pvtw");
+    let mut input = create_input(&name, &pre, 1);
+    input["region"] = json!(REGION);
+    input["zones"] = json!(ZONES);
+    input["endpoint_access"] = json!("Private");
+    input["node_pools"] = Value::Array(
+        ZONES
+            .iter()
+            .map(|zone| json!({"name": format!("{name}-{zone}"), "zone": zone, "replicas": 1}))
+            .collect(),
+    );
+    let create = format!("{prefix}-create");
+    let started = server
+        .start_workflow("create_hosted_cluster", &create, input)
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    let status = server
+        .wait_terminal(&create, Duration::from_secs(120))
+        .await;
+    let described = server.api("describe", json!({"workflow_id": create})).await;
+    assert_eq!(status, "compensated", "{described}");
+    assert!(
+        described["workflow"]["error"]
+            .to_string()
+            .contains("only supports private clusters in region us-east-1"),
+        "{described}"
+    );
+    let scheduled: Vec<String> = history(&server, &create)
+        .await
+        .iter()
+        .filter(|e| e["type"] == "ActivityScheduled")
+        .filter_map(|e| e["data"]["activity_type"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        !scheduled.iter().any(|t| t.starts_with("aws.create")),
+        "something was made before the refusal: {scheduled:?}"
+    );
+
+    for subnet in &subnets {
+        west.ec2
+            .delete_subnet()
+            .subnet_id(subnet)
+            .send()
+            .await
+            .unwrap();
+    }
+    west.ec2.delete_vpc().vpc_id(&vpc_id).send().await.unwrap();
+}

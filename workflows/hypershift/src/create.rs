@@ -160,6 +160,16 @@ async fn build(
         })
         .await?;
 
+    // PrivateLink: the operators build it since the patch; before, we built our own.
+    let management = input.management.as_ref().filter(|_| !input.is_public());
+    // Since the patch its checks refuse a create before anything is made.
+    let mut checked_first = match management {
+        Some(management) if ctx.patched(privatelink::CHECKED_FIRST) => {
+            Some(privatelink::check_coverage(ctx, &aws, input, management).await?)
+        }
+        _ => None,
+    };
+
     let network = network(ctx, &aws, input, infra_id).await?;
     let (signing_key, documents, provider) =
         oidc(&aws, input, infra_id, &prerequisites.oidc_bucket_region).await?;
@@ -180,14 +190,15 @@ async fn build(
             .map(|(_, role)| role.arn.clone())
             .unwrap_or_default()
     };
-    // PrivateLink: the operators build it since the patch; before, we built our own.
-    let management = input.management.as_ref().filter(|_| !input.is_public());
     let by_operator = management.is_some() && ctx.patched(privatelink::BY_OPERATOR);
     let mut built = None;
     let mut coverage = None;
     if let Some(management) = management {
         if by_operator {
-            coverage = Some(privatelink::check_coverage(ctx, &aws, input, management).await?);
+            coverage = Some(match checked_first.take() {
+                Some(checked) => checked,
+                None => privatelink::check_coverage(ctx, &aws, input, management).await?,
+            });
         } else {
             built = Some(
                 privatelink::built_by_hcpflow(

@@ -37,6 +37,11 @@ use crate::Delete;
 /// The patch after which the operators build PrivateLink and hcpflow observes it.
 pub(crate) const BY_OPERATOR: &str = "privatelink-by-operator";
 
+/// The patch after which PrivateLink's checks (the operator's private platform, every
+/// zone covered) come before anything of the cluster is made, not after its network,
+/// OIDC and IAM.
+pub(crate) const CHECKED_FIRST: &str = "privatelink-checked-first";
+
 /// The condition the control-plane-operator sets on the HostedCluster once its
 /// endpoints and records exist.
 pub const ENDPOINT_CONDITION: &str = "AWSEndpointAvailable";
