@@ -203,10 +203,14 @@ impl Deployment {
         for process in processes {
             match process {
                 Process::Migrate => {
+                    // The witness is made once and never changed: tighter limits
+                    // would age its checkpoints out.
                     for role in StreamRole::ALL {
                         let stream = s.stream(role);
                         user.publish.push(format!("$JS.API.STREAM.CREATE.{stream}"));
-                        user.publish.push(format!("$JS.API.STREAM.UPDATE.{stream}"));
+                        if role != StreamRole::Audit {
+                            user.publish.push(format!("$JS.API.STREAM.UPDATE.{stream}"));
+                        }
                     }
                 }
                 Process::Api => {
@@ -295,7 +299,7 @@ impl Deployment {
             "# Do not edit: change the code, regenerate, and check with `--check FILE`.\n\
              # Include it from nats-server's configuration (`include \"hcpflow-accounts.conf\"`);\n\
              # each password comes from nats-server's environment, named beside its user.\n\
-             # No user may delete or purge a stream: the witness stream stays.\n",
+             # No user may delete or purge a stream, nor change the witness: it stays.\n",
         );
         let _ = writeln!(
             out,
@@ -379,6 +383,14 @@ mod tests {
         for user in deployment().users() {
             let creates = user.publish.iter().any(|s| s.contains("STREAM.CREATE"));
             assert_eq!(creates, user.name == "hcpflow-migrate", "{}", user.name);
+            assert!(
+                !user
+                    .publish
+                    .iter()
+                    .any(|s| s.contains("STREAM.UPDATE.HCPFLOW_AUDIT")),
+                "{} may change the witness stream",
+                user.name
+            );
             assert!(
                 !user
                     .publish

@@ -41,9 +41,12 @@ pub struct StreamLimits {
 /// room for five of these per prefix.
 pub const DEFAULT_STREAM_MAX_BYTES: i64 = 256 << 20;
 
-/// Creates the streams of DESIGN.md §4, or brings an existing one's limits up to
-/// `limits` (what `hcpflow migrate` does, and a server that migrates at start);
-/// returns nothing but errors.
+/// Creates the streams of DESIGN.md §4, or brings an existing work stream's limits up
+/// to `limits` (what `hcpflow migrate` does, and a server that migrates at start);
+/// returns nothing but errors. The witness stream is made once and never changed here:
+/// tighter limits (a short `max_age`, few `max_msgs`) would age checkpoints out, so no
+/// hcpflow credential may update it (`hcpflow nats permissions`), and its limits change
+/// only by a NATS administrator's hand.
 ///
 /// Work-queue streams reject overlapping consumer filters, so every consumer filters
 /// one subject of its own.
@@ -58,6 +61,15 @@ pub async fn ensure_streams(
         match js.get_stream(&name).await {
             Ok(mut stream) => {
                 let current = stream.info().await?.config.clone();
+                let limits_of =
+                    |c: &stream::Config| (c.max_bytes, c.num_replicas, c.max_message_size);
+                if role == StreamRole::Audit {
+                    if limits_of(&current) != limits_of(&config) {
+                        tracing::warn!(stream = %name, current = ?limits_of(&current), asked = ?limits_of(&config),
+                            "the witness stream keeps its limits: hcpflow never changes it; a NATS administrator may");
+                    }
+                    continue;
+                }
                 if (
                     current.max_bytes,
                     current.num_replicas,

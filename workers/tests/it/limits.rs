@@ -105,9 +105,16 @@ async fn migrate_bounds_every_stream() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    // The work streams' limits, never the witness's: no hcpflow credential may change
+    // it, so no one can age its checkpoints out.
     for role in hcpflow_protocol::StreamRole::ALL {
         let (max_bytes, _, _) = limits(js.clone(), subjects.stream(role)).await;
-        assert_eq!(max_bytes, 10_000_000, "{role:?}");
+        let expected = if role == hcpflow_protocol::StreamRole::Audit {
+            256 << 20
+        } else {
+            10_000_000
+        };
+        assert_eq!(max_bytes, expected, "{role:?}");
     }
     // The replica count is asked of NATS as given: the stack's single server cannot
     // keep three copies, and says so, and the streams stay as they were.
