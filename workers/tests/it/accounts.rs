@@ -100,8 +100,8 @@ fn fresh_account_id() -> String {
     format!("9{:011}", nanos % 100_000_000_000)
 }
 
-/// A PublicAndPrivate cluster whose objects are in another account than the server's
-/// own, which stays the management side's: the network, zones, IAM, the control plane's
+/// A PublicAndPrivate cluster whose objects are in another account than the management
+/// side's, each reached through its role: the network, zones, IAM, the control plane's
 /// endpoints and the guest's resources land in the hosted cluster's account, only the
 /// OIDC documents and the operators' endpoint services in the management account; the
 /// destroy leaves both accounts without anything of the cluster.
@@ -138,19 +138,18 @@ async fn a_cluster_is_made_in_its_own_account_and_destroyed_from_both() {
     let mut env = stack.env.clone();
     env.retain(|(k, _)| k != "AWS_ACCESS_KEY_ID");
     env.push(("AWS_ACCESS_KEY_ID".into(), format!("{prefix}-key")));
-    let server = Server::start(
-        env,
-        &prefix,
-        &[
-            "--aws-account",
-            &format!("guest={role};tenants=*;external_id=hcpflow-test"),
-        ],
-    )
-    .await;
+    // The management side is the emulator's own account (moto's default), reached
+    // through a role too: the server's own credentials act in neither account directly.
+    let management_role = "arn:aws:iam::123456789012:role/hcpflow-management";
+    let accounts = format!(
+        "guest={role};tenants=*;external_id=hcpflow-test,management={management_role};tenants=*"
+    );
+    let server = Server::start(env, &prefix, &["--aws-account", &accounts]).await;
 
     let name = cluster_name("acct");
     let mut input = create_input(&name, &pre, 1);
     input["aws_account"] = "guest".into();
+    input["management_aws_account"] = "management".into();
     let create = format!("{prefix}-create");
     let started = server
         .start_workflow("create_hosted_cluster", &create, input)
@@ -166,6 +165,29 @@ async fn a_cluster_is_made_in_its_own_account_and_destroyed_from_both() {
         .unwrap()
         .to_owned();
     wait_for_guest(&guest, &infra_id).await;
+    // Every AWS call named both accounts.
+    let events = crate::histories::history(&server, &create).await;
+    let targets: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "ActivityScheduled")
+        .filter(|e| {
+            e["data"]["activity_type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("aws."))
+        })
+        .map(|e| &e["data"]["input"]["aws_target"])
+        .collect();
+    assert!(targets.len() > 10, "{targets:?}");
+    for target in targets {
+        assert_eq!(
+            (
+                target["account"].as_str(),
+                target["management_account"].as_str()
+            ),
+            (Some("guest"), Some("management")),
+            "{target}"
+        );
+    }
 
     let in_guest = holdings(&guest, &stack.kube, &name, &infra_id, &pre).await;
     assert_eq!(
@@ -189,6 +211,29 @@ async fn a_cluster_is_made_in_its_own_account_and_destroyed_from_both() {
         ),
         (0, 0, 0, 0, 0, 2, 2),
         "the management account: {in_management:?}"
+    );
+    // moto finds a bucket from any account, so the documents count the same in both:
+    // whose bucket holds them shows in each account's own list.
+    let owns = |clients: &hcpflow_aws::AwsClients| {
+        let s3 = clients.s3.clone();
+        let bucket = pre.bucket.clone();
+        async move {
+            s3.list_buckets()
+                .send()
+                .await
+                .unwrap()
+                .buckets()
+                .iter()
+                .any(|b| b.name() == Some(bucket.as_str()))
+        }
+    };
+    assert!(
+        owns(&stack.moto).await,
+        "the OIDC bucket is the management account's"
+    );
+    assert!(
+        !owns(&guest).await,
+        "the OIDC bucket is not the hosted cluster's account's"
     );
 
     let destroy = format!("{prefix}-destroy");

@@ -262,3 +262,95 @@ async fn a_workflow_never_reaches_another_tenants_cluster_registered_after_it_st
         "{history}"
     );
 }
+
+/// Another tenant's live cluster is not there for a tenant: its destroy and its scale
+/// are `not_found` before anything is recorded, and its cluster list leaves it out,
+/// while the owner sees it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_tenants_live_cluster_cannot_be_destroyed_scaled_or_listed() {
+    use hcpflow_engine::event::{WorkflowCompleted, WorkflowStarted};
+    use hcpflow_engine::{Event, Seq, TenantId, WorkflowId, WorkflowStatus};
+    use hcpflow_eventstore::{AppendBatch, NewWorkflow};
+    let Some(env) = stack("another_tenants_live_cluster_cannot_be_destroyed_scaled_or_listed")
+    else {
+        return;
+    };
+    let _shared = crate::support::shared().await;
+    let prefix = unique("tenantlive");
+    let server = Server::start(env, &prefix, &[]).await;
+    let name = crate::cluster_support::cluster_name("tlive");
+    // acme's create of the name, ended and registered, written straight to the store
+    // as a server would have.
+    let create = WorkflowId::new(format!("{prefix}-acme-create")).unwrap();
+    let events: Vec<Event> = vec![
+        WorkflowStarted {
+            workflow_type: "create_hosted_cluster".into(),
+            input: json!({"name": name}),
+            concurrency_key: Some(name.clone()),
+            parent: None,
+        }
+        .into(),
+        WorkflowCompleted { output: json!({}) }.into(),
+    ];
+    server
+        .store
+        .create_workflow(
+            &NewWorkflow {
+                workflow_type: "create_hosted_cluster".into(),
+                status: WorkflowStatus::Completed,
+                concurrency_key: Some(name.clone()),
+                parent_id: None,
+                input_digest: None,
+                events_subject: None,
+                tenant: TenantId::new("acme").unwrap(),
+            },
+            AppendBatch::new(
+                create.clone(),
+                Seq::FIRST,
+                crate::histories::new_events(&events),
+            )
+            .with_status(WorkflowStatus::Completed),
+        )
+        .await
+        .unwrap();
+    server
+        .store
+        .register_cluster(&name, &format!("{name}-x1"), "clusters", &create)
+        .await
+        .unwrap();
+
+    let destroy = format!("{prefix}-globex-destroy");
+    let refused = server
+        .api(
+            "globex.destroy",
+            json!({"workflow_type": "destroy_hosted_cluster", "workflow_id": destroy,
+                   "input": {"cluster": name}}),
+        )
+        .await;
+    assert_eq!(code(&refused), "not_found", "{refused}");
+    let scale = format!("{prefix}-globex-scale");
+    let refused = server
+        .api(
+            "globex.start",
+            json!({"workflow_type": "scale_node_pool", "workflow_id": scale,
+                   "input": {"cluster": name, "node_pool": format!("{name}-a"), "replicas": 2}}),
+        )
+        .await;
+    assert_eq!(code(&refused), "not_found", "{refused}");
+    for id in [&destroy, &scale] {
+        let described = server
+            .api("globex.describe", json!({"workflow_id": id}))
+            .await;
+        assert_eq!(code(&described), "not_found", "{described}");
+    }
+    let listed = |reply: &serde_json::Value| {
+        reply["clusters"]
+            .as_array()
+            .map(|clusters| clusters.iter().any(|c| c["name"] == name.as_str()))
+            .unwrap_or(false)
+    };
+    let theirs = server.api("globex.clusters", json!({})).await;
+    assert!(!listed(&theirs), "{theirs}");
+    let own = server.api("acme.clusters", json!({})).await;
+    assert!(listed(&own), "{own}");
+}
