@@ -4,7 +4,9 @@
 Every request is forwarded to moto unchanged, unless a rule says otherwise. Rules and
 the request log are kept per *key*: the access key id the request was signed with
 (`Credential=<key>/...` in its Authorization header), so tests that each sign with their
-own access key id never see each other's faults. moto accepts any access key.
+own access key id never see each other's faults. moto accepts any access key. The
+credentials of a role assumed through the proxy (STS AssumeRole) count as the key that
+assumed it: its rules apply to them, and its log has their requests, marked assumed.
 
 Control API (JSON):
   POST   /_fault/rules   {"key", "action", "fault", "times"?, "code"?, "status"?,
@@ -17,7 +19,8 @@ Control API (JSON):
            times:  how many matching requests it hits; absent or null: until cleared.
   DELETE /_fault/rules?key=K     clears K's rules
   GET    /_fault/log?key=K       the actions K sent, in order: [{"action", "service",
-                                  "fault"}] (service: the signature's, e.g. "ec2", "s3")
+                                  "fault", "assumed"}] (service: the signature's, e.g.
+                                  "ec2", "s3"; assumed: sent with a role K assumed)
   DELETE /_fault/log?key=K       clears K's log
   GET    /_fault/health          {"ok": true}
 
@@ -53,7 +56,9 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", 
 
 lock = threading.Lock()
 rules = {}  # key -> list of rule dicts
-logs = {}   # key -> list of {"action", "service", "fault"}
+logs = {}   # key -> list of {"action", "service", "fault", "assumed"}
+sessions = {}  # access key id of an assumed role -> the key that assumed it
+ASSUMED_KEY = re.compile(r"<AccessKeyId>([^<]+)</AccessKeyId>")
 
 
 def signer(headers):
@@ -216,14 +221,16 @@ class Handler(BaseHTTPRequestHandler):
         body = self.body()
         if self.path.startswith("/_fault/"):
             return self.control(method, body)
-        key, service = signer(self.headers)
+        signed, service = signer(self.headers)
+        with lock:
+            key = sessions.get(signed, signed)
         action = action_of(method, self.path, body, service, self.headers.get("X-Amz-Target", ""))
         rule = take_rule(key, action) if key else None
         fault = rule["fault"] if rule else None
         if key:
             with lock:
-                logs.setdefault(key, []).append(
-                    {"action": action, "service": service, "fault": fault})
+                logs.setdefault(key, []).append({"action": action, "service": service,
+                                                 "fault": fault, "assumed": key != signed})
         if fault == "throttle":
             code, status = THROTTLE_CODES.get(service, ("Throttling", 400))
             return self.reply(status, error_body(service, code, "Rate exceeded"), "text/xml")
@@ -242,9 +249,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(400, error_body(
                 service, "DependencyViolation",
                 f"The routeTable '{table}' has dependencies and cannot be deleted."), "text/xml")
-        self.forward(method, body)
+        self.forward(method, body, key if action == "AssumeRole" else None)
 
-    def forward(self, method, body):
+    def forward(self, method, body, assuming=None):
         connection = http.client.HTTPConnection(*self.upstream, timeout=120)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
         headers["Host"] = self.headers.get("Host", f"{self.upstream[0]}:{self.upstream[1]}")
@@ -256,6 +263,11 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(502, json.dumps({"error": f"moto unreachable: {error}"}))
         finally:
             connection.close()
+        if assuming and response.status == 200:
+            found = ASSUMED_KEY.search(data.decode("utf-8", "replace"))
+            if found:
+                with lock:
+                    sessions[found.group(1)] = assuming
         if method == "GET" and RECORD_SETS.match(self.path):
             data = DICT_VALUE.sub(lambda m: "<Value>" + m.group(1) + "</Value>",
                                   data.decode("utf-8")).encode("utf-8")

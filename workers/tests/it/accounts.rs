@@ -255,4 +255,30 @@ async fn a_cluster_is_made_in_its_own_account_and_destroyed_from_both() {
             "{account} account after the destroy"
         );
     }
+
+    // What each credential called is what the shipped policy grants it: the server's
+    // own only assumed the roles; the roles called nothing the lifecycle statement
+    // does not grant (the fault proxy logs an assumed role's calls under the key that
+    // assumed it).
+    let calls = crate::cluster_support::logged_calls(&format!("{prefix}-key")).await;
+    let actions = |assumed: bool| -> std::collections::BTreeSet<String> {
+        calls
+            .iter()
+            .filter(|(_, _, by_role)| *by_role == assumed)
+            .map(|(service, action, _)| crate::iam_policy::iam_action(service, action))
+            .collect()
+    };
+    assert_eq!(
+        actions(false),
+        crate::iam_policy::statement_actions("AssumeAccountRoles"),
+        "the server's own credentials"
+    );
+    let by_roles = actions(true);
+    let lifecycle = crate::iam_policy::statement_actions(crate::iam_policy::LIFECYCLE_SID);
+    let beyond: Vec<&String> = by_roles.difference(&lifecycle).collect();
+    assert!(by_roles.len() > 20, "{by_roles:?}");
+    assert!(
+        beyond.is_empty(),
+        "the assumed roles called what the lifecycle statement does not grant: {beyond:?}"
+    );
 }

@@ -494,6 +494,16 @@ async fn fault_control(method: &str, path: &str, body: &str) -> String {
 
 /// Every AWS action signed with `key`, as `(service, action)` in the order sent.
 pub(crate) async fn logged_actions(key: &str) -> Vec<(String, String)> {
+    logged_calls(key)
+        .await
+        .into_iter()
+        .map(|(service, action, _)| (service, action))
+        .collect()
+}
+
+/// Every AWS action signed with `key` or with a role `key` assumed, as `(service,
+/// action, assumed)` in the order sent.
+pub(crate) async fn logged_calls(key: &str) -> Vec<(String, String, bool)> {
     let response = fault_control("GET", &format!("/log?key={key}"), "").await;
     let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body);
     let log: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
@@ -504,6 +514,7 @@ pub(crate) async fn logged_actions(key: &str) -> Vec<(String, String)> {
             (
                 entry["service"].as_str().unwrap_or_default().to_owned(),
                 entry["action"].as_str().unwrap_or_default().to_owned(),
+                entry["assumed"].as_bool().unwrap_or(false),
             )
         })
         .collect()

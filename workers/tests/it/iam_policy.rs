@@ -22,10 +22,10 @@ const POLICY: &str = include_str!("../../../deploy/aws/hcpflow-policy.json");
 
 /// The statement every hosted cluster's life needs; the others (pull secrets by
 /// reference) are granted per deployment and checked by their own tests.
-const LIFECYCLE_SID: &str = "HostedClusterLifecycle";
+pub(crate) const LIFECYCLE_SID: &str = "HostedClusterLifecycle";
 
 /// The IAM action an API operation is authorised by, where the names differ (S3's).
-fn iam_action(service: &str, operation: &str) -> String {
+pub(crate) fn iam_action(service: &str, operation: &str) -> String {
     let action = match (service, operation) {
         ("s3", "HeadObject") => "GetObject",
         ("s3", "HeadBucket" | "ListObjectsV2" | "ListObjects") => "ListBucket",
@@ -34,6 +34,19 @@ fn iam_action(service: &str, operation: &str) -> String {
         (_, operation) => operation,
     };
     format!("{service}:{action}")
+}
+
+/// The actions of the shipped policy's statement `sid`.
+pub(crate) fn statement_actions(sid: &str) -> BTreeSet<String> {
+    let policy: Value = serde_json::from_str(POLICY).expect("the shipped policy is JSON");
+    policy["Statement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|statement| statement["Sid"] == sid)
+        .flat_map(|statement| statement["Action"].as_array().unwrap().iter())
+        .map(|action| action.as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// `(lifecycle statement's actions, every other statement's actions)`.
