@@ -68,7 +68,11 @@ impl Journal {
         let now = Utc::now().trunc_subsecs(3);
         if let Some(cached) = self.history_cache.take(id) {
             let summary = cached.summary.clone();
-            let (batch, decision) = self.decide(id, &summary, cached.history, &mut inputs, now);
+            // Replaying a long history is milliseconds of CPU, and so is looking through
+            // it for the inputs to record.
+            let (batch, decision) = off_the_async_workers(cached.history.len(), || {
+                self.decide(id, &summary, cached.history, &mut inputs, now)
+            });
             // Only an append is checked against the database; a decision to do nothing
             // on a possibly stale copy is made again on a fresh read below.
             if let Some(batch) = batch {
@@ -106,21 +110,6 @@ impl Journal {
     /// Decides a step on `history` (see [`decide`]): the batch to append, if any, with
     /// the activity tasks this process reserved to run itself.
     fn decide(
-        &self,
-        id: &WorkflowId,
-        summary: &WorkflowSummary,
-        history: Vec<HistoryEvent>,
-        inputs: &mut impl FnMut(&WorkflowSummary, &[HistoryEvent]) -> Option<Write>,
-        now: chrono::DateTime<Utc>,
-    ) -> (Option<AppendBatch>, Decision) {
-        // Replaying a long history is milliseconds of CPU, and so is looking through it
-        // for the inputs to record.
-        off_the_async_workers(history.len(), || {
-            self.decide_here(id, summary, history, inputs, now)
-        })
-    }
-
-    fn decide_here(
         &self,
         id: &WorkflowId,
         summary: &WorkflowSummary,
@@ -256,7 +245,8 @@ pub(crate) fn off_the_async_workers<R>(events: usize, work: impl FnOnce() -> R) 
 
 #[cfg(test)]
 mod tests {
-    /// A long history is decoded inside `block_in_place` and decided inside another.
+    /// A caller already off the async workers (a long history's decoding) may call
+    /// again: the inner call runs as it is.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn blocking_work_may_nest() {
         let n = super::off_the_async_workers(super::LONG_HISTORY, || {

@@ -166,19 +166,9 @@ async fn a_cluster_is_made_in_its_own_account_and_destroyed_from_both() {
         .to_owned();
     wait_for_guest(&guest, &infra_id).await;
     // Every AWS call named both accounts.
-    let events = crate::histories::history(&server, &create).await;
-    let targets: Vec<&serde_json::Value> = events
-        .iter()
-        .filter(|e| e["type"] == "ActivityScheduled")
-        .filter(|e| {
-            e["data"]["activity_type"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("aws."))
-        })
-        .map(|e| &e["data"]["input"]["aws_target"])
-        .collect();
+    let targets = crate::histories::aws_targets(&server, &create).await;
     assert!(targets.len() > 10, "{targets:?}");
-    for target in targets {
+    for target in &targets {
         assert_eq!(
             (
                 target["account"].as_str(),

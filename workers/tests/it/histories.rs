@@ -33,6 +33,22 @@ pub(crate) async fn history(server: &Server, id: &str) -> Vec<Value> {
     reply["events"].as_array().cloned().unwrap_or_default()
 }
 
+/// The `aws_target` of every AWS call `id` scheduled, in order (`null` for a call
+/// recorded without one).
+pub(crate) async fn aws_targets(server: &Server, id: &str) -> Vec<Value> {
+    history(server, id)
+        .await
+        .into_iter()
+        .filter(|e| e["type"] == "ActivityScheduled")
+        .filter(|e| {
+            e["data"]["activity_type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("aws."))
+        })
+        .map(|e| e["data"]["input"]["aws_target"].clone())
+        .collect()
+}
+
 /// The seq of the first step `id` schedules, once it is recorded.
 pub(crate) async fn first_step(server: &Server, id: &str) -> u64 {
     let deadline = Instant::now() + Duration::from_secs(30);

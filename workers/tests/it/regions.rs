@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::cluster_support::{
     cluster_name, cluster_stack, create_input, prerequisites, server_with_key, wait_for_guest,
 };
-use crate::histories::history;
+use crate::histories::{aws_targets, history};
 use crate::support::unique;
 
 const REGION: &str = "us-west-2";
@@ -73,23 +73,10 @@ async fn a_cluster_is_made_and_destroyed_in_its_own_region() {
     assert_eq!(described["workflow"]["output"]["region"], REGION);
 
     // Every AWS call named the region; the network is there, not in the server's.
-    let events = history(&server, &create).await;
-    let aws_calls: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["type"] == "ActivityScheduled")
-        .filter(|e| {
-            e["data"]["activity_type"]
-                .as_str()
-                .unwrap()
-                .starts_with("aws.")
-        })
-        .collect();
-    assert!(aws_calls.len() > 10, "{aws_calls:?}");
-    for call in &aws_calls {
-        assert_eq!(
-            call["data"]["input"]["aws_target"]["region"], REGION,
-            "{call}"
-        );
+    let targets = aws_targets(&server, &create).await;
+    assert!(targets.len() > 10, "{targets:?}");
+    for target in &targets {
+        assert_eq!(target["region"], REGION, "{target}");
     }
     assert_eq!(vpcs(&west.ec2, &infra_id).await, 1);
     assert_eq!(vpcs(&stack.moto.ec2, &infra_id).await, 0);

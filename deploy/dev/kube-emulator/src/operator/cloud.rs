@@ -203,9 +203,11 @@ impl Cloud {
         let pools: Vec<Value> = pools.into_iter().map(|(_, pool)| pool).collect();
         let mut roles = iam::Roles::default();
         let mut seen = HashSet::new();
+        let mut live_control_planes = HashSet::new();
         for (_, object) in clusters {
             let cluster = Cluster::read(&object, &pools);
             seen.insert(cluster.uid.clone());
+            live_control_planes.insert(self.control_plane_key(&cluster));
             if cluster.deleting {
                 if meta(&object)
                     .get("finalizers")
@@ -219,6 +221,9 @@ impl Cloud {
             }
         }
         self.memory.retain(|uid, _| seen.contains(uid));
+        // Control planes of clusters gone need no clients.
+        self.control_planes
+            .retain(|key, _| live_control_planes.contains(key));
     }
 
     /// The clients of `cluster`'s control plane: in its region (the management
@@ -226,11 +231,8 @@ impl Cloud {
     /// in the hosted cluster's account, which may not be the management cluster's
     /// (without a role, the management cluster's own credentials).
     async fn clients_for(&mut self, cluster: &Cluster) -> Clients {
-        let region = match cluster.region.as_str() {
-            "" => self.settings.region.clone(),
-            region => region.to_owned(),
-        };
-        let key = (region.clone(), cluster.cpo_role_arn.clone());
+        let key = self.control_plane_key(cluster);
+        let region = key.0.clone();
         if let Some(clients) = self.control_planes.get(&key) {
             return clients.clone();
         }
@@ -250,6 +252,16 @@ impl Cloud {
         };
         self.control_planes.insert(key, clients.clone());
         clients
+    }
+
+    /// Which clients a cluster's control plane uses: its region (the management
+    /// cluster's when it names none) and its control-plane-operator role.
+    fn control_plane_key(&self, cluster: &Cluster) -> (String, String) {
+        let region = match cluster.region.as_str() {
+            "" => self.settings.region.clone(),
+            region => region.to_owned(),
+        };
+        (region, cluster.cpo_role_arn.clone())
     }
 
     fn inputs(cluster: &Cluster) -> String {
