@@ -18,6 +18,15 @@ async fn an_idle_metrics_connection_is_let_go() {
     let prefix = unique("idle");
     let metrics_addr = format!("127.0.0.1:{}", crate::support::free_port());
     let _server = Server::start(env, &prefix, &["--metrics-addr", &metrics_addr]).await;
+    // The server answers the API before its metrics listener is bound, maybe.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while tokio::net::TcpStream::connect(&metrics_addr).await.is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no metrics listener on {metrics_addr}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     // Connections that never send a request: each would hold a task for ever.
     let mut idle = Vec::new();
     for _ in 0..8 {
