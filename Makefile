@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 STACK := deploy/dev/stack.sh
 
-.PHONY: help dev-up dev-down dev-status test demo lint fmt migrate
+.PHONY: help dev-up dev-down dev-status test demo lint fmt migrate bench
 
 help:
 	@echo "make demo      start the local stack and the server; create, scale, audit and destroy a hosted cluster"
@@ -10,6 +10,7 @@ help:
 	@echo "make dev-up    start Postgres, NATS (JetStream), moto and the kube emulator on 127.0.0.1; write .dev/env"
 	@echo "make dev-down  stop the processes dev-up started"
 	@echo "make lint      cargo fmt --check and clippy with warnings as errors"
+	@echo "make bench     throughput and latency on a durable Postgres, release build (deploy/bench/run.sh)"
 
 dev-up:
 	@$(STACK) up
@@ -46,6 +47,11 @@ lint:
 
 fmt:
 	cargo fmt --all
+
+# Figures, not tests: a stack of its own with a durable Postgres (fsync on), the release
+# binary in both deployments (all roles in one process; workflow and activity apart).
+bench:
+	@deploy/bench/run.sh
 
 migrate: dev-up
 	@set -a; . .dev/env; set +a; cargo run --quiet --locked -p hcpflow-workers -- migrate

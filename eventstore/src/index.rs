@@ -227,6 +227,37 @@ impl EventStore {
                 .await?;
         Ok(commits)
     }
+
+    /// Whether a commit here survives a crash of the machine: Postgres's `fsync` and
+    /// `synchronous_commit` settings, as this connection sees them. A benchmark on a
+    /// database without both measures commits that are not durable.
+    pub async fn durability(&self) -> Result<Durability> {
+        let (fsync, synchronous_commit): (String, String) = sqlx::query_as(
+            "SELECT current_setting('fsync'), current_setting('synchronous_commit')",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(Durability {
+            fsync,
+            synchronous_commit,
+        })
+    }
+}
+
+/// Postgres's durability settings (see [`EventStore::durability`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Durability {
+    pub fsync: String,
+    pub synchronous_commit: String,
+}
+
+impl Durability {
+    /// A commit is on disk when Postgres answers it: `fsync` on and `synchronous_commit`
+    /// not `off` (`on`, `local`, `remote_write` and `remote_apply` all flush the local
+    /// WAL before answering).
+    pub fn is_durable(&self) -> bool {
+        self.fsync == "on" && self.synchronous_commit != "off"
+    }
 }
 
 fn encode_cursor(last: &WorkflowSummary) -> String {

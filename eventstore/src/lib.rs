@@ -7,6 +7,7 @@
 //! Where to start reading:
 //! - [`EventStore`] (`store.rs`): connecting, and the entry point for every operation;
 //! - [`append`]: atomic appends with optimistic concurrency on the expected next seq;
+//! - [`group`]: group commit — appends of many workflows in one statement and commit;
 //! - [`history`]: reading a history page by page, and verifying its hash chain;
 //! - [`index`], [`outbox`], [`timers`], [`ledger`]: the tables written alongside;
 //! - [`attempt_claims`]: at most one runner runs an activity attempt at a time;
@@ -20,6 +21,7 @@ pub mod append;
 pub mod attempt_claims;
 pub mod checkpoints;
 mod error;
+pub mod group;
 pub mod history;
 pub mod index;
 pub mod ledger;
@@ -40,7 +42,7 @@ pub use attempt_claims::{AttemptClaim, Claimed};
 pub use checkpoints::{CorruptHead, StoredCheckpoint, UnsignedHead};
 pub use error::{Error, Result};
 pub use history::{HistoryPage, VerifiedHistory};
-pub use index::{WorkflowFilter, WorkflowPage, WorkflowSummary};
+pub use index::{Durability, WorkflowFilter, WorkflowPage, WorkflowSummary};
 pub use ledger::{LedgerAction, LedgerEntry, LedgerRecord};
 pub use listen::Listener;
 pub use outbox::{ClaimedMessage, OutboxMessage, OutboxRow, OUTBOX_CHANNEL};

@@ -7,7 +7,9 @@ use hcpflow_engine::{ChainHash, WorkflowId};
 use sqlx::postgres::PgRow;
 use sqlx::{Acquire, PgConnection, Row};
 
-use crate::append::{finish_append, needs_transaction, AppendBatch, Appended, IndexAt};
+use crate::append::{
+    chain_events, finish_append, needs_transaction, AppendBatch, Appended, IndexAt,
+};
 use crate::error::{Error, Result};
 use crate::history::{to_event, EventRow};
 use crate::index::{to_summary, IndexRow, SELECT_INDEX};
@@ -59,8 +61,34 @@ impl EventStore {
                 summary.workflow_id, summary.next_seq
             )));
         }
+        self.write_decided(summary, batch, summary.head_hash).await
+    }
+
+    /// Writes a batch decided on `summary` without holding a lock: with the next group
+    /// when group commit is on (see [`crate::group`]), else one statement that writes
+    /// nothing when the index moved; a transaction when the batch needs more.
+    async fn write_decided(
+        &self,
+        summary: &WorkflowSummary,
+        batch: &AppendBatch,
+        prev: ChainHash,
+    ) -> Result<Appended> {
+        let index = IndexAt::summary(summary);
+        let transaction = needs_transaction(batch, summary.concurrency_key.as_deref());
+        if let (Some(group), false) = (&self.group, transaction) {
+            let chained = chain_events(batch, prev, &index.tenant)?;
+            let (appended, _) = group.append(batch.clone(), index, chained).await?;
+            return Ok(appended);
+        }
         let mut conn = self.pool.acquire().await?;
-        write_decided(&mut conn, summary, batch, summary.head_hash).await
+        if transaction {
+            let mut tx = conn.begin().await?;
+            let appended = finish_append(&mut tx, batch, prev, index).await?;
+            tx.commit().await?;
+            Ok(appended)
+        } else {
+            finish_append(&mut conn, batch, prev, index).await
+        }
     }
 
     /// One try: read (locking the index row first when `lock`), decide, append.
@@ -91,32 +119,14 @@ impl EventStore {
             return Ok((Some(appended), value));
         }
         let (summary, events) = read_history_and_index(&mut conn, workflow_id, false).await?;
+        drop(conn);
         let (batch, value) = decide(&summary, &events)?;
         let Some(batch) = batch else {
             return Ok((None, value));
         };
         let prev = check_start(workflow_id, &summary, &events, &batch)?;
-        let appended = write_decided(&mut conn, &summary, &batch, prev).await?;
+        let appended = self.write_decided(&summary, &batch, prev).await?;
         Ok((Some(appended), value))
-    }
-}
-
-/// Writes a batch decided on `summary` without holding a lock: one statement that fails
-/// as a whole when the index moved, or a transaction when the batch needs more.
-async fn write_decided(
-    conn: &mut PgConnection,
-    summary: &WorkflowSummary,
-    batch: &AppendBatch,
-    prev: ChainHash,
-) -> Result<Appended> {
-    let index = IndexAt::summary(summary);
-    if needs_transaction(batch, summary.concurrency_key.as_deref()) {
-        let mut tx = conn.begin().await?;
-        let appended = finish_append(&mut tx, batch, prev, index).await?;
-        tx.commit().await?;
-        Ok(appended)
-    } else {
-        finish_append(conn, batch, prev, index).await
     }
 }
 

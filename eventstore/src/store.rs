@@ -1,11 +1,13 @@
 //! The store handle: a connection pool to the application role's database.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::Connection;
 
 use crate::error::Result;
+use crate::group::{GroupCommit, GroupStats};
 
 /// How long a pooled connection may sit unused before it is pinged on its next use.
 const IDLE_BEFORE_PING: Duration = Duration::from_secs(1);
@@ -14,6 +16,8 @@ const IDLE_BEFORE_PING: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone)]
 pub struct EventStore {
     pub(crate) pool: PgPool,
+    /// Appends decided on a known index go through this, when set: see [`crate::group`].
+    pub(crate) group: Option<Arc<GroupCommit>>,
 }
 
 impl EventStore {
@@ -39,12 +43,26 @@ impl EventStore {
             })
             .connect(url)
             .await?;
-        Ok(Self { pool })
+        Ok(Self { pool, group: None })
     }
 
     /// Wraps an existing pool.
     pub fn from_pool(pool: PgPool) -> Self {
-        Self { pool }
+        Self { pool, group: None }
+    }
+
+    /// This store, with appends of different workflows that arrive together written as
+    /// one statement and one commit, by up to `writers` groups at once (see
+    /// [`crate::group`]). Needs a Tokio runtime; clones share the writer.
+    #[must_use]
+    pub fn with_group_commit(mut self, writers: usize) -> Self {
+        self.group = Some(Arc::new(GroupCommit::start(self.pool.clone(), writers)));
+        self
+    }
+
+    /// What the group writer did so far (groups and the appends in them), if it runs.
+    pub fn group_stats(&self) -> Option<Arc<GroupStats>> {
+        self.group.as_ref().map(|group| group.stats.clone())
     }
 
     pub fn pool(&self) -> &PgPool {

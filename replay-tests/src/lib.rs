@@ -24,9 +24,15 @@ pub fn catalog() -> Catalog {
     catalog
 }
 
-/// `replay-tests/histories`.
+/// `replay-tests/histories`, of the checkout under test: cargo names the crate's
+/// directory when it runs the tests, which beats the directory the binary was built in
+/// (a build directory shared by several checkouts may hold a binary built elsewhere).
 pub fn histories_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("histories")
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.join("histories").is_dir())
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf())
+        .join("histories")
 }
 
 /// Every golden history, sorted.

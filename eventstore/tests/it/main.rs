@@ -11,6 +11,7 @@ mod appends;
 mod attempt_claims;
 mod claims;
 mod concurrency;
+mod group;
 mod known_and_published;
 mod large_history;
 mod notify;

@@ -53,6 +53,8 @@ pub struct BenchReport {
     pub steps: u64,
     /// Transactions that wrote (got a transaction id) during the run.
     pub commits: Option<i64>,
+    /// Postgres's durability settings, when the bench could ask (`--database-url`).
+    pub durability: Option<hcpflow_eventstore::Durability>,
 }
 
 pub async fn run(
@@ -87,6 +89,10 @@ pub async fn run(
         Some(store) => Some(store.next_transaction_id().await?),
         None => None,
     };
+    let durability = match &store {
+        Some(store) => Some(store.durability().await?),
+        None => None,
+    };
 
     let run_id = format!("bench-{}", chrono::Utc::now().format("%Y%m%d%H%M%S%3f"));
     let started = Instant::now();
@@ -110,7 +116,9 @@ pub async fn run(
         (Some(store), Some(before)) => Some(store.next_transaction_id().await? - before),
         _ => None,
     };
-    Ok(BenchReport::tally(outcomes, elapsed, args.steps, commits))
+    let mut report = BenchReport::tally(outcomes, elapsed, args.steps, commits);
+    report.durability = durability;
+    Ok(report)
 }
 
 /// Hands each terminal event on the events stream to the run waiting for it.
@@ -198,6 +206,7 @@ impl BenchReport {
             steps: latencies.len() as u64 * u64::from(steps),
             latencies,
             commits,
+            durability: None,
         }
     }
 
@@ -243,6 +252,17 @@ impl BenchReport {
             _ => println!(
                 "  pg write txns  (give --database-url or HCPFLOW_DATABASE_URL to count them)"
             ),
+        }
+        match &self.durability {
+            Some(durability) if durability.is_durable() => println!(
+                "  postgres       durable (fsync {}, synchronous_commit {})",
+                durability.fsync, durability.synchronous_commit
+            ),
+            Some(durability) => println!(
+                "  postgres       NOT DURABLE (fsync {}, synchronous_commit {}): these figures do not compare with engines that fsync",
+                durability.fsync, durability.synchronous_commit
+            ),
+            None => println!("  postgres       durability unknown (give --database-url)"),
         }
     }
 }

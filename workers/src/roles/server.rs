@@ -205,9 +205,12 @@ impl Process {
             u32::try_from(config.workflow_concurrency + config.activity_concurrency / 2 + 8)
                 .unwrap_or(64)
                 .min(96);
+        // Steps of different workflows that are ready together share a statement and a
+        // commit (group commit).
         let store = EventStore::connect(config.database_url.expose(), pool_size)
             .await
-            .context("connecting to Postgres")?;
+            .context("connecting to Postgres")?
+            .with_group_commit(hcpflow_eventstore::group::DEFAULT_WRITERS);
         let client = hcpflow_protocol::connect(&config.nats, "hcpflow").await?;
         let js = jetstream::new(client.clone());
         // Migrating (given the owner's URL) includes the streams; otherwise they must
@@ -254,8 +257,12 @@ impl Process {
         let (catalog, mut activities) = catalog::build(aws, kube, config.builtin_workflows)?;
         registry_activities::register_all(&mut activities, Arc::new(store.clone()));
         let catalog = catalog.shared();
-        // Steps run workflow code in-line only where this process has the workflow role.
-        let runs_workflows = roles.contains(&Role::Workflow);
+        // Steps run workflow code in-line where this process has the workflow role, and
+        // where it runs activities: an outcome is recorded with the workflow's next
+        // commands in one write, and the next activity runs here at once (eager), rather
+        // than a wake-up through NATS and a second write by a workflow worker. The code
+        // is pure: it needs none of the workflow role's rights.
+        let runs_workflows = roles.contains(&Role::Workflow) || roles.contains(&Role::Activity);
         let journal = Arc::new(Journal::new(
             store,
             js.clone(),

@@ -61,8 +61,9 @@ pub async fn ensure_streams(
         match js.get_stream(&name).await {
             Ok(mut stream) => {
                 let current = stream.info().await?.config.clone();
+                // NATS reports an unset message size limit (0 asked) as -1: both mean none.
                 let limits_of =
-                    |c: &stream::Config| (c.max_bytes, c.num_replicas, c.max_message_size);
+                    |c: &stream::Config| (c.max_bytes, c.num_replicas, c.max_message_size.max(0));
                 if role == StreamRole::Audit {
                     if limits_of(&current) != limits_of(&config) {
                         tracing::warn!(stream = %name, current = ?limits_of(&current), asked = ?limits_of(&config),
@@ -70,15 +71,7 @@ pub async fn ensure_streams(
                     }
                     continue;
                 }
-                if (
-                    current.max_bytes,
-                    current.num_replicas,
-                    current.max_message_size,
-                ) != (
-                    config.max_bytes,
-                    config.num_replicas,
-                    config.max_message_size,
-                ) {
+                if limits_of(&current) != limits_of(&config) {
                     js.update_stream(config)
                         .await
                         .with_context(|| format!("updating the limits of stream {name}"))?;

@@ -23,9 +23,13 @@ pub(crate) async fn exclusive() -> RwLockWriteGuard<'static, ()> {
 
 /// Restarts one server of the dev stack (`postgres` or `nats`) with the project's script.
 pub(crate) async fn restart_stack_server(name: &str) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/dev/stack.sh");
+    // The checkout under test, as cargo names it at run time (a build directory shared by
+    // several checkouts may hold a binary built in another).
+    let crate_dir = std::env::var("CARGO_MANIFEST_DIR")
+        .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
+    let script = format!("{crate_dir}/../deploy/dev/stack.sh");
     let status = Command::new("bash")
-        .arg(script)
+        .arg(&script)
         .arg("restart")
         .arg(name)
         .status()

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# `make bench`: hcpflow's throughput and latency on a durable Postgres (fsync and
+# synchronous_commit on), release build, in two deployments:
+#
+#   all-in-one  `hcpflow server` (every role in one process)
+#   split       `hcpflow worker --role api,workflow,relay,timer` + `hcpflow worker --role activity`
+#
+# It runs a stack of its own (Postgres and NATS only, on ports apart from the dev
+# stack's, a fresh database every time, in $HCPFLOW_BENCH_DIR), the settings below
+# $RUNS times each, and prints every report, then one table of medians. It stops
+# whatever it started. The peers: deploy/bench/restate/run.sh runs Restate on the same
+# workload.
+#
+#   RUNS=3                   runs of each setting
+#   BENCH_CONFIGS="all-in-one split"
+#   BENCH_IN_FLIGHT=1000     workflows in flight at once in the memory run (0: none)
+#   HCPFLOW_BIN=path         a binary built already (default: build the release binary)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+runs=${RUNS:-3}
+configs=${BENCH_CONFIGS:-all-in-one split}
+in_flight=${BENCH_IN_FLIGHT:-1000}
+
+export HCPFLOW_DEV_DIR=${HCPFLOW_BENCH_DIR:-$repo/.bench}
+export HCPFLOW_DEV_PG_PORT=${HCPFLOW_BENCH_PG_PORT:-55632}
+export HCPFLOW_DEV_NATS_PORT=${HCPFLOW_BENCH_NATS_PORT:-54422}
+export HCPFLOW_DEV_NATS_MONITOR_PORT=${HCPFLOW_BENCH_NATS_MONITOR_PORT:-58422}
+export HCPFLOW_DEV_SERVERS="postgres nats"
+export HCPFLOW_DEV_PG_DURABLE=1
+stack=$repo/deploy/dev/stack.sh
+
+log() { printf 'bench: %s\n' "$*" >&2; }
+
+hcpflow=${HCPFLOW_BIN:-}
+if [[ -z $hcpflow ]]; then
+  log "building the release binary"
+  (cd "$repo" && cargo build --release --locked --quiet -p hcpflow-workers --bin hcpflow)
+  hcpflow=${CARGO_TARGET_DIR:-$repo/target}/release/hcpflow
+fi
+
+# A fresh database and streams: a database full of earlier runs measures its sweeps too.
+"$stack" down >/dev/null 2>&1 || true
+if [[ -d $HCPFLOW_DEV_DIR ]]; then
+  rm -rf "$(readlink -f "$HCPFLOW_DEV_DIR/postgres" 2>/dev/null || echo /nonexistent)" "$HCPFLOW_DEV_DIR"
+fi
+servers=()
+stop_servers() {
+  local pid
+  for pid in "${servers[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${servers[@]}"; do wait "$pid" 2>/dev/null || true; done
+  servers=()
+}
+cleanup() {
+  stop_servers
+  "$stack" down 2>> /dev/null >&2 || true
+}
+trap cleanup EXIT
+"$stack" up
+set -a
+# shellcheck disable=SC1091
+. "$HCPFLOW_DEV_DIR/env"
+set +a
+export HCPFLOW_LOG=${HCPFLOW_LOG:-warn}
+export HCPFLOW_BUILTIN_WORKFLOWS=true
+"$hcpflow" migrate >/dev/null
+
+# Starts the processes of configuration $1 and waits until the API answers.
+start_config() {
+  local logs=$HCPFLOW_DEV_DIR/logs
+  case $1 in
+    all-in-one)
+      "$hcpflow" server >> "$logs/server.log" 2>&1 &
+      servers+=($!) ;;
+    split)
+      "$hcpflow" worker --role api,workflow,relay,timer >> "$logs/workflow.log" 2>&1 &
+      servers+=($!)
+      "$hcpflow" worker --role activity >> "$logs/activity.log" 2>&1 &
+      servers+=($!) ;;
+    *) log "unknown configuration $1"; exit 2 ;;
+  esac
+  for _ in $(seq 1 100); do
+    "$hcpflow" workflow list --limit 1 >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  log "the $1 processes did not answer; see $logs"
+  exit 1
+}
+
+# The highest resident set size of the running servers, in MiB.
+peak_rss() {
+  local pid total=0 kb
+  for pid in "${servers[@]}"; do
+    kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
+    total=$((total + kb))
+  done
+  echo $((total / 1024))
+}
+
+# One figure of a report: the number after the label $2 in file $1.
+figure() { awk -v label="$2" 'index($0, label) == 3 { sub("^  " label " *", ""); print $1; exit }' "$1"; }
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else print v[int((NR + 1) / 2)] }'; }
+
+results=$HCPFLOW_DEV_DIR/results
+mkdir -p "$results"
+
+# Runs `hcpflow bench` $runs times for one setting; keeps each report.
+run_setting() {
+  local config=$1 name=$2; shift 2
+  local n
+  for n in $(seq 1 "$runs"); do
+    "$hcpflow" bench "$@" | tee "$results/$config-$name-$n.txt"
+  done
+}
+
+for config in $configs; do
+  log "== $config"
+  start_config "$config"
+  "$hcpflow" bench --steps 10 --count 300 --concurrency 16 >/dev/null   # warm-up
+  run_setting "$config" m10c1 --steps 10 --count 300 --concurrency 1
+  run_setting "$config" m10c32 --steps 10 --count 1000 --concurrency 32
+  run_setting "$config" m1c32 --steps 1 --count 2000 --concurrency 32
+  if (( in_flight > 0 )); then
+    runs=1 run_setting "$config" inflight --steps 10 --count "$in_flight" --concurrency "$in_flight" --timeout-secs 300
+  fi
+  echo "$(peak_rss)" > "$results/$config-rss.txt"
+  stop_servers
+done
+
+settings() {
+  local config=$1 setting=$2 label=$3
+  for file in "$results/$config-$setting"-*.txt; do [[ -f $file ]] && figure "$file" "$label"; done | median
+}
+
+echo
+echo "hcpflow, release, durable Postgres ($(awk '/^  postgres/ {$1=""; print; exit}' "$(ls "$results"/*.txt | head -n 1)" | sed 's/^ //')), medians of $runs runs"
+printf '%-11s | %-22s | %-14s | %-14s | %-16s | %-18s | %s\n' configuration "M=10 C=1 p50 (p99)" "M=10 C=32 st/s" "M=1 C=32 wf/s" "write txns/step" "in flight: failed" "peak RSS"
+for config in $configs; do
+  p50=$(settings "$config" m10c1 "latency p50")
+  p99=$(settings "$config" m10c1 "latency p99")
+  steps=$(settings "$config" m10c32 "steps/s")
+  wfs=$(settings "$config" m1c32 "workflows/s")
+  txns=$(for file in "$results/$config-m10c32"-*.txt; do awk '/pg write txns/ { gsub(/[()]/, ""); print $5 }' "$file"; done | median)
+  txns1=$(for file in "$results/$config-m10c1"-*.txt; do awk '/pg write txns/ { gsub(/[()]/, ""); print $5 }' "$file"; done | median)
+  failed=-
+  if [[ -f $results/$config-inflight-1.txt ]]; then
+    failed=$(awk '/completed/ { gsub(/[()]/, ""); print $3 " failed of " $2 + $3; exit }' "$results/$config-inflight-1.txt")
+  fi
+  printf '%-11s | %-22s | %-14s | %-14s | %-16s | %-18s | %s MiB\n' "$config" "$p50 ms ($p99 ms)" "$steps" "$wfs" "$txns (C=1: $txns1)" "$failed" "$(cat "$results/$config-rss.txt")"
+done

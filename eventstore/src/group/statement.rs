@@ -1,0 +1,389 @@
+//! The append statement: the decided batches of one or several workflows in one
+//! statement, so that they share one commit (group commit), yet each succeeds or fails
+//! on its own check.
+//!
+//! It never fails for one batch's sake: it locks the workflows' index rows (in id order,
+//! as every group does, so that two groups cannot deadlock), keeps the batches whose
+//! index still stands where they were decided (and whose runner still holds its
+//! attempt's claim), and writes only those: their events, outbox rows, published marks,
+//! attempt claims, timers and index moves. It answers what became of each batch.
+
+use hcpflow_engine::WorkflowStatus;
+use sqlx::PgConnection;
+
+use crate::append::{AppendBatch, Appended, IndexAt};
+use crate::error::{Error, Result};
+use crate::outbox::OutboxRow;
+use crate::timers::to_i64;
+
+/// One batch of a group, already chained (`chained`), decided on `index` — or, for a
+/// workflow whose index row this transaction inserted, `None`: nothing to check or move.
+#[derive(Debug)]
+pub(crate) struct Member<'a> {
+    pub batch: &'a AppendBatch,
+    pub index: Option<&'a IndexAt>,
+    pub chained: &'a Appended,
+}
+
+/// What became of one member.
+#[derive(Debug)]
+pub(crate) enum Verdict {
+    /// Written, with the workflow's concurrency key when its index was moved.
+    Written(Appended, Option<String>),
+    /// The index moved since the batch was decided: nothing of it was written.
+    Conflict,
+    /// The runner no longer holds the claim whose outcome the batch records.
+    ClaimLost,
+}
+
+/// The outbox ids written, the members whose index stood where expected, the members
+/// written, and for each written member its events watermark and concurrency key (the
+/// two notify columns are ignored).
+type GroupRow = (
+    Vec<i64>,
+    Vec<i64>,
+    Vec<i64>,
+    Vec<Option<i64>>,
+    Vec<Option<String>>,
+    Option<String>,
+    Option<String>,
+);
+
+/// The statement's parameters: one entry per member, then the members' events, outbox
+/// rows, published marks, claimed attempts and timers, each row with its member's number
+/// (from 1, as `WITH ORDINALITY` counts).
+#[derive(Default)]
+struct Columns<'a> {
+    ids: Vec<&'a str>,
+    expected: Vec<Option<i64>>,
+    expected_status: Vec<Option<&'a str>>,
+    next_seq: Vec<i64>,
+    head_hash: Vec<&'a [u8]>,
+    status: Vec<Option<&'a str>>,
+    output: Vec<Option<&'a serde_json::Value>>,
+    error: Vec<Option<&'a serde_json::Value>>,
+    published_first: Vec<Option<i64>>,
+    published_last: Vec<Option<i64>>,
+    claim_runner: Vec<Option<&'a str>>,
+    claim_seq: Vec<Option<i64>>,
+    claim_attempt: Vec<Option<i32>>,
+    claimer: Vec<Option<&'a str>>,
+    lease: Vec<Option<f64>>,
+    events: Rows<EventColumns<'a>>,
+    outbox: Rows<OutboxColumns<'a>>,
+    marks: Rows<Vec<i64>>,
+    attempts: Rows<(Vec<i64>, Vec<i32>)>,
+    timers: Rows<TimerColumns<'a>>,
+}
+
+/// Rows of several members: each row's member number, and the rows' own columns.
+#[derive(Default)]
+struct Rows<T> {
+    member: Vec<i32>,
+    columns: T,
+}
+
+#[derive(Default)]
+struct EventColumns<'a> {
+    seq: Vec<i64>,
+    event_type: Vec<&'a str>,
+    recorded_at: Vec<chrono::DateTime<chrono::Utc>>,
+    body: Vec<&'a [u8]>,
+    prev_hash: Vec<&'a [u8]>,
+    hash: Vec<&'a [u8]>,
+}
+
+#[derive(Default)]
+struct OutboxColumns<'a> {
+    subject: Vec<&'a str>,
+    msg_id: Vec<&'a str>,
+    payload: Vec<&'a [u8]>,
+    claimed: Vec<bool>,
+}
+
+#[derive(Default)]
+struct TimerColumns<'a> {
+    seq: Vec<i64>,
+    kind: Vec<&'a str>,
+    due_at: Vec<chrono::DateTime<chrono::Utc>>,
+}
+
+fn to_i32(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+impl<'a> Columns<'a> {
+    fn new(members: &[Member<'a>]) -> Self {
+        let mut columns = Self::default();
+        for (n, member) in members.iter().enumerate() {
+            columns.add(i32::try_from(n + 1).unwrap_or(i32::MAX), member);
+        }
+        columns
+    }
+
+    fn add(&mut self, n: i32, member: &Member<'a>) {
+        let batch = member.batch;
+        let chained = member.chained;
+        self.ids.push(batch.workflow_id.as_str());
+        self.expected.push(member.index.map(|index| index.next_seq));
+        self.expected_status.push(
+            member
+                .index
+                .and_then(|index| index.status)
+                .map(WorkflowStatus::as_str),
+        );
+        self.next_seq.push(to_i64(chained.next_seq));
+        self.head_hash.push(chained.head_hash.as_bytes().as_slice());
+        self.status.push(batch.status.map(WorkflowStatus::as_str));
+        self.output.push(batch.output.as_ref());
+        self.error.push(batch.error.as_ref());
+        self.published_first
+            .push(batch.events_published.map(|range| to_i64(range.first)));
+        self.published_last
+            .push(batch.events_published.map(|range| to_i64(range.last)));
+        let ending = batch.attempt_claim.as_ref();
+        self.claim_runner
+            .push(ending.map(|claim| claim.runner.as_str()));
+        self.claim_seq
+            .push(ending.map(|claim| to_i64(claim.scheduled_seq)));
+        self.claim_attempt
+            .push(ending.map(|claim| to_i32(claim.attempt)));
+        let claim = batch.claimed_outbox.as_ref();
+        self.claimer.push(claim.map(|claim| claim.claimer.as_str()));
+        self.lease
+            .push(claim.map(|claim| claim.lease.as_secs_f64()));
+        for event in &chained.events {
+            let events = &mut self.events;
+            events.member.push(n);
+            events.columns.seq.push(to_i64(event.seq));
+            events.columns.event_type.push(event.event_type.as_str());
+            events.columns.recorded_at.push(event.recorded_at);
+            events.columns.body.push(event.body.as_slice());
+            events
+                .columns
+                .prev_hash
+                .push(event.prev_hash.as_bytes().as_slice());
+            events.columns.hash.push(event.hash.as_bytes().as_slice());
+        }
+        for (position, message) in batch.outbox.iter().enumerate() {
+            let outbox = &mut self.outbox;
+            outbox.member.push(n);
+            outbox.columns.subject.push(message.subject.as_str());
+            outbox.columns.msg_id.push(message.msg_id.as_str());
+            outbox.columns.payload.push(message.payload.as_slice());
+            outbox
+                .columns
+                .claimed
+                .push(claim.is_some_and(|claim| claim.rows.contains(&position)));
+        }
+        for id in &batch.mark_published {
+            self.marks.member.push(n);
+            self.marks.columns.push(*id);
+        }
+        for (seq, attempt) in claim.iter().flat_map(|claim| claim.attempts.iter()) {
+            self.attempts.member.push(n);
+            self.attempts.columns.0.push(to_i64(*seq));
+            self.attempts.columns.1.push(to_i32(*attempt));
+        }
+        for timer in &batch.timers {
+            self.timers.member.push(n);
+            self.timers.columns.seq.push(to_i64(timer.seq));
+            self.timers.columns.kind.push(timer.kind.as_str());
+            self.timers.columns.due_at.push(timer.due_at);
+        }
+    }
+}
+
+/// Writes every member whose index and claim still hold, in one statement.
+///
+/// The members must be of different workflows, sorted by workflow id. Ledger rows and
+/// the promotion of a waiting workflow are the caller's (in the same transaction).
+pub(crate) async fn write_group(
+    conn: &mut PgConnection,
+    members: &[Member<'_>],
+) -> Result<Vec<Verdict>> {
+    let c = Columns::new(members);
+    let (events, outbox, timers) = (&c.events.columns, &c.outbox.columns, &c.timers.columns);
+
+    let (outbox_ids, ready, written, marks, keys, _, _): GroupRow = sqlx::query_as(
+        "WITH b AS (
+              SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bytea[],
+                                   $6::text[], $7::jsonb[], $8::jsonb[], $9::bigint[], $10::bigint[],
+                                   $11::text[], $12::bigint[], $13::int[], $14::text[], $15::float8[])
+                WITH ORDINALITY AS b(id, expected, expected_status, next_seq, head_hash, status, output,
+                                     error, published_first, published_last, claim_runner, claim_seq,
+                                     claim_attempt, claimer, lease, n)),
+          -- The index rows, locked in id order (the newest versions, once locked).
+          lk AS (
+              SELECT workflow_id, next_seq, status FROM workflows
+               WHERE workflow_id = ANY($1::text[]) ORDER BY workflow_id FOR UPDATE),
+          ready AS (
+              SELECT b.* FROM b JOIN lk ON lk.workflow_id = b.id
+               WHERE b.expected IS NULL
+                  OR (lk.next_seq = b.expected AND (b.expected_status IS NULL OR lk.status = b.expected_status))),
+          cl AS (
+              DELETE FROM attempt_claims c USING ready r
+               WHERE r.claim_runner IS NOT NULL AND c.workflow_id = r.id AND c.scheduled_seq = r.claim_seq
+                 AND c.attempt = r.claim_attempt AND c.runner = r.claim_runner
+              RETURNING c.workflow_id),
+          ok AS (
+              SELECT * FROM ready WHERE claim_runner IS NULL OR id IN (SELECT workflow_id FROM cl)),
+          up AS (
+              UPDATE workflows w
+                 SET next_seq = ok.next_seq, head_hash = ok.head_hash, status = COALESCE(ok.status, w.status),
+                     output = COALESCE(ok.output, w.output), error = COALESCE(ok.error, w.error),
+                     updated_at = now(),
+                     blocked_reason = CASE WHEN ok.status IS NULL THEN w.blocked_reason END,
+                     events_published_seq = CASE
+                         WHEN w.events_published_seq >= ok.published_first - 1
+                          AND w.events_published_seq < ok.published_last THEN ok.published_last
+                         ELSE w.events_published_seq END
+                FROM ok WHERE w.workflow_id = ok.id AND ok.expected IS NOT NULL
+              RETURNING ok.n, w.events_published_seq, w.concurrency_key),
+          ev AS (
+              INSERT INTO events (workflow_id, seq, event_type, recorded_at, body, prev_hash, hash)
+              SELECT ok.id, e.seq, e.event_type, e.recorded_at, e.body, e.prev_hash, e.hash
+                FROM UNNEST($16::int[], $17::bigint[], $18::text[], $19::timestamptz[], $20::bytea[],
+                            $21::bytea[], $22::bytea[])
+                     AS e(member, seq, event_type, recorded_at, body, prev_hash, hash)
+                JOIN ok ON ok.n = e.member),
+          ob AS (
+              INSERT INTO outbox (workflow_id, subject, msg_id, payload, claimed_by, claim_expires_at)
+              SELECT ok.id, o.subject, o.msg_id, o.payload,
+                     CASE WHEN o.claimed THEN ok.claimer END,
+                     CASE WHEN o.claimed THEN now() + make_interval(secs => ok.lease) END
+                FROM UNNEST($23::int[], $24::text[], $25::text[], $26::bytea[], $27::bool[])
+                     WITH ORDINALITY AS o(member, subject, msg_id, payload, claimed, k)
+                JOIN ok ON ok.n = o.member
+               ORDER BY o.k
+              RETURNING id),
+          mk AS (
+              UPDATE outbox SET published_at = now(), claim_expires_at = NULL
+               WHERE id IN (SELECT m.id FROM UNNEST($28::int[], $29::bigint[]) AS m(member, id)
+                              JOIN ok ON ok.n = m.member)
+                 AND published_at IS NULL),
+          ac AS (
+              INSERT INTO attempt_claims (workflow_id, scheduled_seq, attempt, runner, lease_until)
+              SELECT ok.id, a.seq, a.attempt, ok.claimer, now() + make_interval(secs => ok.lease)
+                FROM UNNEST($30::int[], $31::bigint[], $32::int[]) AS a(member, seq, attempt)
+                JOIN ok ON ok.n = a.member
+              ON CONFLICT DO NOTHING),
+          tm AS (
+              INSERT INTO timers (workflow_id, seq, kind, due_at)
+              SELECT ok.id, t.seq, t.kind, t.due_at
+                FROM UNNEST($33::int[], $34::bigint[], $35::text[], $36::timestamptz[])
+                     AS t(member, seq, kind, due_at)
+                JOIN ok ON ok.n = t.member)
+         SELECT COALESCE((SELECT array_agg(id ORDER BY id) FROM ob), '{}'::bigint[]),
+                COALESCE((SELECT array_agg(n ORDER BY n) FROM ready), '{}'::bigint[]),
+                COALESCE((SELECT array_agg(n ORDER BY n) FROM ok), '{}'::bigint[]),
+                COALESCE((SELECT array_agg(up.events_published_seq ORDER BY ok.n)
+                            FROM ok LEFT JOIN up ON up.n = ok.n), '{}'::bigint[]),
+                COALESCE((SELECT array_agg(up.concurrency_key ORDER BY ok.n)
+                            FROM ok LEFT JOIN up ON up.n = ok.n), '{}'::text[]),
+                -- As the single append: the relay is woken only for rows it may have to
+                -- publish, the timer service only for new timers.
+                -- (one notification per workflow, its id as the payload).
+                (SELECT count(pg_notify('hcpflow_outbox', ok.id)) FROM ok
+                  WHERE EXISTS (SELECT 1 FROM UNNEST($23::int[], $27::bool[]) AS o(member, claimed)
+                                 WHERE o.member = ok.n AND NOT o.claimed))::text,
+                (SELECT pg_notify('hcpflow_timers', '')
+                  WHERE EXISTS (SELECT 1 FROM UNNEST($33::int[]) AS t(member) JOIN ok ON ok.n = t.member))::text",
+    )
+    .bind(&c.ids)
+    .bind(&c.expected)
+    .bind(&c.expected_status)
+    .bind(&c.next_seq)
+    .bind(&c.head_hash)
+    .bind(&c.status)
+    .bind(&c.output)
+    .bind(&c.error)
+    .bind(&c.published_first)
+    .bind(&c.published_last)
+    .bind(&c.claim_runner)
+    .bind(&c.claim_seq)
+    .bind(&c.claim_attempt)
+    .bind(&c.claimer)
+    .bind(&c.lease)
+    .bind(&c.events.member)
+    .bind(&events.seq)
+    .bind(&events.event_type)
+    .bind(&events.recorded_at)
+    .bind(&events.body)
+    .bind(&events.prev_hash)
+    .bind(&events.hash)
+    .bind(&c.outbox.member)
+    .bind(&outbox.subject)
+    .bind(&outbox.msg_id)
+    .bind(&outbox.payload)
+    .bind(&outbox.claimed)
+    .bind(&c.marks.member)
+    .bind(&c.marks.columns)
+    .bind(&c.attempts.member)
+    .bind(&c.attempts.columns.0)
+    .bind(&c.attempts.columns.1)
+    .bind(&c.timers.member)
+    .bind(&timers.seq)
+    .bind(&timers.kind)
+    .bind(&timers.due_at)
+    .fetch_one(&mut *conn)
+    .await?;
+    verdicts(
+        members,
+        &outbox_ids,
+        &ready,
+        &written,
+        marks.into_iter().zip(keys),
+    )
+}
+
+/// Hands each member its verdict. The outbox ids ascend in member order (the rows were
+/// inserted in that order), so each written member takes as many as it wrote messages;
+/// `indexes` has each written member's events watermark and concurrency key, in order.
+fn verdicts(
+    members: &[Member<'_>],
+    outbox_ids: &[i64],
+    ready: &[i64],
+    written: &[i64],
+    mut indexes: impl Iterator<Item = (Option<i64>, Option<String>)>,
+) -> Result<Vec<Verdict>> {
+    let mut ids = outbox_ids.iter().copied();
+    let mut verdicts = Vec::with_capacity(members.len());
+    for (n, member) in members.iter().enumerate() {
+        let n = i64::try_from(n + 1).unwrap_or(i64::MAX);
+        if !ready.contains(&n) {
+            verdicts.push(Verdict::Conflict);
+            continue;
+        }
+        if !written.contains(&n) {
+            verdicts.push(Verdict::ClaimLost);
+            continue;
+        }
+        let (mark, concurrency_key) = indexes.next().unwrap_or_default();
+        let batch = member.batch;
+        let mut rows = Vec::with_capacity(batch.outbox.len());
+        for message in &batch.outbox {
+            let id = ids.next().ok_or_else(|| Error::Corrupt {
+                workflow_id: batch.workflow_id.to_string(),
+                seq: 0,
+                reason: "the grouped append returned fewer outbox ids than it wrote rows".into(),
+            })?;
+            rows.push(OutboxRow {
+                id,
+                message: message.clone(),
+            });
+        }
+        let events_range_refused = batch
+            .events_published
+            .filter(|range| mark.unwrap_or(0) < to_i64(range.last));
+        let appended = Appended {
+            outbox: rows,
+            status: batch.status,
+            promoted: None,
+            events_range_refused,
+            ..member.chained.clone()
+        };
+        verdicts.push(Verdict::Written(appended, concurrency_key));
+    }
+    Ok(verdicts)
+}

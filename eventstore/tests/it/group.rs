@@ -1,0 +1,189 @@
+//! Group commit: appends of different workflows sent together are written as one
+//! statement, yet each succeeds or fails on its own check — a stale batch conflicts and
+//! a batch whose runner lost its claim is refused, without failing their neighbours.
+
+use std::sync::atomic::Ordering;
+
+use futures::future::join_all;
+use hcpflow_engine::{Seq, WorkflowId};
+use hcpflow_eventstore::{
+    AppendBatch, AttemptClaim, Error, EventStore, OutboxClaim, OutboxMessage, WorkflowSummary,
+};
+
+use crate::support::{event, store, workflow_with_events};
+
+async fn grouped(test: &str) -> Option<EventStore> {
+    let (_, store) = store(test).await?;
+    // One writer: everything queued while the test task runs forms one group (the tests
+    // run on a current-thread runtime, so the dispatcher runs only once all are sent).
+    Some(store.with_group_commit(1))
+}
+
+fn message(id: &WorkflowId, n: u64) -> OutboxMessage {
+    OutboxMessage {
+        subject: format!("hcpflow.test.group.{id}"),
+        msg_id: format!("group-{id}-{n}"),
+        payload: format!("{{\"n\": {n}}}").into_bytes(),
+    }
+}
+
+/// A batch of two events and `messages` outbox rows, decided on `summary`.
+fn batch_on(summary: &WorkflowSummary, messages: u64) -> AppendBatch {
+    let id = &summary.workflow_id;
+    let next = summary.next_seq.get();
+    AppendBatch::new(
+        id.clone(),
+        summary.next_seq,
+        vec![event(next), event(next + 1)],
+    )
+    .with_outbox((0..messages).map(|n| message(id, n)).collect())
+}
+
+#[tokio::test]
+async fn appends_sent_together_share_one_statement_and_each_gets_its_own_answer() {
+    let Some(store) =
+        grouped("appends_sent_together_share_one_statement_and_each_gets_its_own_answer").await
+    else {
+        return;
+    };
+    let mut summaries = Vec::new();
+    for _ in 0..6 {
+        let id = workflow_with_events(&store, "group", 1).await;
+        summaries.push(store.get_workflow(&id).await.unwrap());
+    }
+    // Member k writes k outbox rows, so that a mix-up of the returned ids shows.
+    let batches: Vec<AppendBatch> = summaries
+        .iter()
+        .enumerate()
+        .map(|(k, summary)| batch_on(summary, k as u64))
+        .collect();
+    let stats = store.group_stats().unwrap();
+    let before = (
+        stats.groups.load(Ordering::Relaxed),
+        stats.appends.load(Ordering::Relaxed),
+    );
+    let results = join_all(
+        summaries
+            .iter()
+            .zip(&batches)
+            .map(|(summary, batch)| store.append_known(summary, batch)),
+    )
+    .await;
+    assert_eq!(
+        (
+            stats.groups.load(Ordering::Relaxed) - before.0,
+            stats.appends.load(Ordering::Relaxed) - before.1
+        ),
+        (1, 6),
+        "six appends, one statement"
+    );
+    for ((summary, batch), result) in summaries.iter().zip(&batches).zip(results) {
+        let appended = result.unwrap();
+        assert_eq!(appended.next_seq, Seq::new(4).unwrap());
+        assert_eq!(appended.events.len(), 2);
+        let id = &summary.workflow_id;
+        // Each answer carries its own rows' ids, in the order written.
+        let stored: Vec<(i64, String)> =
+            sqlx::query_as("SELECT id, msg_id FROM outbox WHERE workflow_id = $1 ORDER BY id")
+                .bind(id.as_str())
+                .fetch_all(store.pool())
+                .await
+                .unwrap();
+        let answered: Vec<(i64, String)> = appended
+            .outbox
+            .iter()
+            .map(|row| (row.id, row.message.msg_id.clone()))
+            .collect();
+        assert_eq!(answered, stored);
+        assert_eq!(answered.len(), batch.outbox.len());
+        let index = store.get_workflow(id).await.unwrap();
+        assert_eq!(index.next_seq, appended.next_seq);
+        assert_eq!(index.head_hash, appended.head_hash);
+        store.verify_history(id).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_stale_batch_or_a_lost_claim_fails_alone_in_its_group() {
+    let Some(store) = grouped("a_stale_batch_or_a_lost_claim_fails_alone_in_its_group").await
+    else {
+        return;
+    };
+    let fine = workflow_with_events(&store, "group-fine", 1).await;
+    let stale = workflow_with_events(&store, "group-stale", 1).await;
+    let unclaimed = workflow_with_events(&store, "group-claim", 1).await;
+    let fine_summary = store.get_workflow(&fine).await.unwrap();
+    let stale_summary = store.get_workflow(&stale).await.unwrap();
+    let unclaimed_summary = store.get_workflow(&unclaimed).await.unwrap();
+    // Another appender moves `stale` on after its summary was read.
+    store
+        .append_known(&stale_summary, &batch_on(&stale_summary, 0))
+        .await
+        .unwrap();
+    // `unclaimed` records an outcome for a claim nobody holds.
+    let mut lost = batch_on(&unclaimed_summary, 1);
+    lost.attempt_claim = Some(AttemptClaim {
+        workflow_id: unclaimed.clone(),
+        scheduled_seq: Seq::FIRST,
+        attempt: 1,
+        runner: "nobody".into(),
+    });
+    // `fine` claims its message for itself, and the attempt it carries.
+    let mut claimed = batch_on(&fine_summary, 1);
+    claimed.claimed_outbox = Some(OutboxClaim {
+        claimer: "group-test".into(),
+        lease: std::time::Duration::from_secs(60),
+        rows: vec![0],
+        attempts: vec![(Seq::new(2).unwrap(), 1)],
+    });
+    let again = batch_on(&stale_summary, 1);
+    let stats = store.group_stats().unwrap();
+    let groups = stats.groups.load(Ordering::Relaxed);
+    let (fine_result, stale_result, lost_result) = tokio::join!(
+        store.append_known(&fine_summary, &claimed),
+        store.append_known(&stale_summary, &again),
+        store.append_known(&unclaimed_summary, &lost),
+    );
+    assert_eq!(
+        stats.groups.load(Ordering::Relaxed) - groups,
+        1,
+        "one group"
+    );
+    let written = fine_result.unwrap();
+    assert!(
+        matches!(stale_result, Err(Error::Conflict { .. })),
+        "{stale_result:?}"
+    );
+    assert!(
+        matches!(lost_result, Err(Error::ClaimLost { .. })),
+        "{lost_result:?}"
+    );
+
+    // What the refused batches would have written is not there.
+    assert_eq!(store.read_full_history(&stale).await.unwrap().len(), 3);
+    assert_eq!(store.read_full_history(&unclaimed).await.unwrap().len(), 1);
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox WHERE workflow_id = ANY($1)")
+        .bind(vec![stale.to_string(), unclaimed.to_string()])
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+    // The written one has its claimed row and its attempt's claim.
+    let (claimed_by,): (Option<String>,) =
+        sqlx::query_as("SELECT claimed_by FROM outbox WHERE id = $1")
+            .bind(written.outbox[0].id)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(claimed_by.as_deref(), Some("group-test"));
+    let attempt_claims: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM attempt_claims WHERE workflow_id = $1")
+            .bind(fine.as_str())
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(attempt_claims, 1);
+    for id in [&fine, &stale, &unclaimed] {
+        store.verify_history(id).await.unwrap();
+    }
+}
