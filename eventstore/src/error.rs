@@ -105,6 +105,16 @@ pub(crate) fn is_unique_violation(error: &sqlx::Error) -> bool {
     has_sqlstate(error, &["23505"])
 }
 
+/// SQLSTATE 22012: the guard of a single append whose index did not move.
+pub(crate) fn is_division_by_zero(error: &sqlx::Error) -> bool {
+    has_sqlstate(error, &["22012"])
+}
+
+/// SQLSTATE HF001: `hcpflow_attempt_claim_lost()`, an outcome whose runner lost its claim.
+pub(crate) fn is_claim_lost(error: &sqlx::Error) -> bool {
+    has_sqlstate(error, &["HF001"])
+}
+
 /// SQLSTATE 40001 (serialization failure) or 40P01 (deadlock detected).
 fn is_serialization_failure(error: &sqlx::Error) -> bool {
     has_sqlstate(error, &["40001", "40P01"])

@@ -2,11 +2,11 @@
 //! Postgres as one statement, one commit — each still succeeding or failing on its own
 //! optimistic check (`statement.rs`).
 //!
-//! A dispatcher per store takes the appends as they come. While fewer than `writers`
-//! groups are being written it starts a new one with everything queued (up to
-//! [`MAX_GROUP`]); otherwise appends queue until a writer is free. Under light load a
-//! group is one append and costs what it did alone, plus a hop between tasks; under load
-//! the groups grow by themselves, and the commits per step fall.
+//! An append that finds a writer free and nothing queued is written at once, by its
+//! own task: under light load a step costs what it did alone. Otherwise it queues for a
+//! dispatcher, which starts a group with everything queued (up to [`MAX_GROUP`])
+//! whenever one of the `writers` is free: under load the groups grow by themselves, and
+//! the commits per step fall.
 //!
 //! Guarantees: an append's answer is sent only after its group committed (or failed);
 //! a group that fails as a whole (a unique violation, a lost connection) is retried
@@ -15,7 +15,7 @@
 pub(crate) mod statement;
 
 use std::collections::{BTreeSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use sqlx::PgPool;
@@ -44,16 +44,29 @@ struct Request {
 /// Counts of what the group writer did, for metrics.
 #[derive(Debug, Default)]
 pub struct GroupStats {
-    /// Statements written (groups).
+    /// Statements written (groups, an append written at once counting as one).
     pub groups: AtomicU64,
     /// Appends written in them.
     pub appends: AtomicU64,
 }
 
+impl GroupStats {
+    fn count(&self, appends: usize) {
+        self.groups.fetch_add(1, Ordering::Relaxed);
+        self.appends.fetch_add(appends as u64, Ordering::Relaxed);
+    }
+}
+
 /// The handle appends are sent through; the dispatcher ends when it is dropped.
 #[derive(Debug)]
 pub(crate) struct GroupCommit {
+    pool: PgPool,
     requests: mpsc::UnboundedSender<Request>,
+    /// The writers: one held by each group being written, the dispatcher's or an
+    /// append's own.
+    writers: Arc<Semaphore>,
+    /// Appends sent to the dispatcher and not yet taken into a group.
+    queued: Arc<AtomicUsize>,
     pub(crate) stats: Arc<GroupStats>,
 }
 
@@ -61,18 +74,38 @@ impl GroupCommit {
     /// Starts the dispatcher on the current Tokio runtime.
     pub(crate) fn start(pool: PgPool, writers: usize) -> Self {
         let (requests, queue) = mpsc::unbounded_channel();
-        let stats = Arc::new(GroupStats::default());
-        tokio::spawn(dispatch(pool, queue, writers.max(1), stats.clone()));
-        Self { requests, stats }
+        let dispatcher = Dispatcher {
+            pool: pool.clone(),
+            writers: Arc::new(Semaphore::new(writers.max(1))),
+            queued: Arc::new(AtomicUsize::new(0)),
+            stats: Arc::new(GroupStats::default()),
+        };
+        let handle = Self {
+            pool,
+            requests,
+            writers: dispatcher.writers.clone(),
+            queued: dispatcher.queued.clone(),
+            stats: dispatcher.stats.clone(),
+        };
+        tokio::spawn(dispatcher.run(queue));
+        handle
     }
 
-    /// Appends `batch` (already chained) with the next group.
+    /// Appends `batch` (already chained): at once when a writer is free and nothing
+    /// waits, else with the next group.
     pub(crate) async fn append(
         &self,
         batch: AppendBatch,
         index: IndexAt,
         chained: Appended,
     ) -> Result<(Appended, Option<String>)> {
+        if self.queued.load(Ordering::Acquire) == 0 {
+            if let Ok(_writer) = self.writers.try_acquire() {
+                self.stats.count(1);
+                let mut conn = self.pool.acquire().await?;
+                return write_one(&mut conn, &batch, Some(&index), &chained).await;
+            }
+        }
         let (reply, answer) = oneshot::channel();
         let request = Request {
             batch,
@@ -80,6 +113,7 @@ impl GroupCommit {
             chained,
             reply,
         };
+        self.queued.fetch_add(1, Ordering::AcqRel);
         self.requests
             .send(request)
             .map_err(|_| Error::InvalidInput("the group commit writer has stopped".into()))?;
@@ -89,54 +123,69 @@ impl GroupCommit {
     }
 }
 
-/// Forms groups of different workflows and hands each to a writer.
-async fn dispatch(
+/// Forms groups of different workflows and hands each to a free writer.
+struct Dispatcher {
     pool: PgPool,
-    mut queue: mpsc::UnboundedReceiver<Request>,
-    writers: usize,
+    writers: Arc<Semaphore>,
+    queued: Arc<AtomicUsize>,
     stats: Arc<GroupStats>,
-) {
-    let slots = Arc::new(Semaphore::new(writers));
-    // Appends that met another of their workflow in the group being formed.
-    let mut later: VecDeque<Request> = VecDeque::new();
-    loop {
-        let first = match later.pop_front() {
-            Some(request) => request,
-            None => match queue.recv().await {
+}
+
+impl Dispatcher {
+    async fn run(self, mut queue: mpsc::UnboundedReceiver<Request>) {
+        // Appends that met another of their workflow in the group being formed.
+        let mut later: VecDeque<Request> = VecDeque::new();
+        loop {
+            let first = match later.pop_front() {
                 Some(request) => request,
-                None => return,
-            },
-        };
-        let Ok(permit) = slots.clone().acquire_owned().await else {
-            return;
-        };
+                None => match queue.recv().await {
+                    Some(request) => request,
+                    None => return,
+                },
+            };
+            let Ok(writer) = self.writers.clone().acquire_owned().await else {
+                return;
+            };
+            let group = Self::form(first, &mut later, &mut queue);
+            // What is left (in `later` or the channel) keeps later appends queueing.
+            self.queued.fetch_sub(group.len(), Ordering::AcqRel);
+            self.stats.count(group.len());
+            let pool = self.pool.clone();
+            tokio::spawn(async move {
+                write(&pool, group).await;
+                drop(writer);
+            });
+        }
+    }
+
+    /// A group: `first`, then what waits, at most one append of each workflow; the
+    /// others wait for the next group.
+    fn form(
+        first: Request,
+        later: &mut VecDeque<Request>,
+        queue: &mut mpsc::UnboundedReceiver<Request>,
+    ) -> Vec<Request> {
         let mut workflows = BTreeSet::from([first.batch.workflow_id.clone()]);
         let mut group = vec![first];
         let mut again = VecDeque::new();
-        let waiting = std::mem::take(&mut later);
-        for request in waiting
-            .into_iter()
-            .chain(std::iter::from_fn(|| queue.try_recv().ok()))
-        {
+        let mut take = |request: Request, group: &mut Vec<Request>| {
             if group.len() < MAX_GROUP && workflows.insert(request.batch.workflow_id.clone()) {
                 group.push(request);
             } else {
                 again.push_back(request);
             }
-            if group.len() == MAX_GROUP {
-                break;
+        };
+        for request in std::mem::take(later) {
+            take(request, &mut group);
+        }
+        while group.len() < MAX_GROUP {
+            match queue.try_recv() {
+                Ok(request) => take(request, &mut group),
+                Err(_) => break,
             }
         }
-        later = again;
-        stats.groups.fetch_add(1, Ordering::Relaxed);
-        stats
-            .appends
-            .fetch_add(group.len() as u64, Ordering::Relaxed);
-        let pool = pool.clone();
-        tokio::spawn(async move {
-            write(&pool, group).await;
-            drop(permit);
-        });
+        *later = again;
+        group
     }
 }
 

@@ -2,11 +2,12 @@
 //! statement, so that they share one commit (group commit), yet each succeeds or fails
 //! on its own check.
 //!
-//! It never fails for one batch's sake: it locks the workflows' index rows (in id order,
-//! as every group does, so that two groups cannot deadlock), keeps the batches whose
-//! index still stands where they were decided (and whose runner still holds its
-//! attempt's claim), and writes only those: their events, outbox rows, published marks,
-//! attempt claims, timers and index moves. It answers what became of each batch.
+//! A batch whose index moved since it was decided fails alone: the statement moves the
+//! index rows that stand where their batches expect (in id order, as every group does,
+//! so that groups lock alike) and writes only those batches — their events, outbox
+//! rows, published marks, attempt claims and timers. It answers what became of each.
+//! An outcome whose runner lost its attempt's claim (rare: its lease ran out) fails the
+//! whole statement, and the group is written again one batch at a time.
 
 use hcpflow_engine::WorkflowStatus;
 use sqlx::PgConnection;
@@ -25,28 +26,27 @@ pub(crate) struct Member<'a> {
     pub chained: &'a Appended,
 }
 
-/// What became of one member.
+/// What became of one member. (A batch whose runner lost its claim fails the whole
+/// statement: [`is_claim_lost`](crate::error::is_claim_lost).)
 #[derive(Debug)]
 pub(crate) enum Verdict {
     /// Written, with the workflow's concurrency key when its index was moved.
     Written(Appended, Option<String>),
     /// The index moved since the batch was decided: nothing of it was written.
     Conflict,
-    /// The runner no longer holds the claim whose outcome the batch records.
-    ClaimLost,
 }
 
-/// The outbox ids written, the members whose index stood where expected, the members
-/// written, and for each written member its events watermark and concurrency key (the
-/// two notify columns are ignored).
+/// The outbox ids written, the members written, and for each written member its events
+/// watermark and concurrency key (the two notify columns and the claim guard are
+/// ignored).
 type GroupRow = (
-    Vec<i64>,
     Vec<i64>,
     Vec<i64>,
     Vec<Option<i64>>,
     Vec<Option<String>>,
     Option<String>,
     Option<String>,
+    i32,
 );
 
 /// The statement's parameters: one entry per member, then the members' events, outbox
@@ -205,7 +205,7 @@ pub(crate) async fn write_group(
     let c = Columns::new(members);
     let (events, outbox, timers) = (&c.events.columns, &c.outbox.columns, &c.timers.columns);
 
-    let (outbox_ids, ready, written, marks, keys, _, _): GroupRow = sqlx::query_as(
+    let (outbox_ids, written, marks, keys, _, _, _): GroupRow = sqlx::query_as(
         "WITH b AS (
               SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bytea[],
                                    $6::text[], $7::jsonb[], $8::jsonb[], $9::bigint[], $10::bigint[],
@@ -213,33 +213,30 @@ pub(crate) async fn write_group(
                 WITH ORDINALITY AS b(id, expected, expected_status, next_seq, head_hash, status, output,
                                      error, published_first, published_last, claim_runner, claim_seq,
                                      claim_attempt, claimer, lease, n)),
-          -- The index rows, locked in id order (the newest versions, once locked).
-          lk AS (
-              SELECT workflow_id, next_seq, status FROM workflows
-               WHERE workflow_id = ANY($1::text[]) ORDER BY workflow_id FOR UPDATE),
-          ready AS (
-              SELECT b.* FROM b JOIN lk ON lk.workflow_id = b.id
-               WHERE b.expected IS NULL
-                  OR (lk.next_seq = b.expected AND (b.expected_status IS NULL OR lk.status = b.expected_status))),
-          cl AS (
-              DELETE FROM attempt_claims c USING ready r
-               WHERE r.claim_runner IS NOT NULL AND c.workflow_id = r.id AND c.scheduled_seq = r.claim_seq
-                 AND c.attempt = r.claim_attempt AND c.runner = r.claim_runner
-              RETURNING c.workflow_id),
-          ok AS (
-              SELECT * FROM ready WHERE claim_runner IS NULL OR id IN (SELECT workflow_id FROM cl)),
+          -- The index moves only where it stands as the batch expects (a row another
+          -- appender moved meanwhile is checked again in its newest version). The
+          -- members are in id order, so their rows are locked in id order.
           up AS (
               UPDATE workflows w
-                 SET next_seq = ok.next_seq, head_hash = ok.head_hash, status = COALESCE(ok.status, w.status),
-                     output = COALESCE(ok.output, w.output), error = COALESCE(ok.error, w.error),
+                 SET next_seq = b.next_seq, head_hash = b.head_hash, status = COALESCE(b.status, w.status),
+                     output = COALESCE(b.output, w.output), error = COALESCE(b.error, w.error),
                      updated_at = now(),
-                     blocked_reason = CASE WHEN ok.status IS NULL THEN w.blocked_reason END,
+                     blocked_reason = CASE WHEN b.status IS NULL THEN w.blocked_reason END,
                      events_published_seq = CASE
-                         WHEN w.events_published_seq >= ok.published_first - 1
-                          AND w.events_published_seq < ok.published_last THEN ok.published_last
+                         WHEN w.events_published_seq >= b.published_first - 1
+                          AND w.events_published_seq < b.published_last THEN b.published_last
                          ELSE w.events_published_seq END
-                FROM ok WHERE w.workflow_id = ok.id AND ok.expected IS NOT NULL
-              RETURNING ok.n, w.events_published_seq, w.concurrency_key),
+                FROM b
+               WHERE w.workflow_id = b.id AND b.expected IS NOT NULL AND w.next_seq = b.expected
+                 AND (b.expected_status IS NULL OR w.status = b.expected_status)
+              RETURNING b.n, w.events_published_seq, w.concurrency_key),
+          ok AS (
+              SELECT * FROM b WHERE b.expected IS NULL OR b.n IN (SELECT n FROM up)),
+          cl AS (
+              DELETE FROM attempt_claims c USING ok
+               WHERE ok.claim_runner IS NOT NULL AND c.workflow_id = ok.id AND c.scheduled_seq = ok.claim_seq
+                 AND c.attempt = ok.claim_attempt AND c.runner = ok.claim_runner
+              RETURNING ok.n),
           ev AS (
               INSERT INTO events (workflow_id, seq, event_type, recorded_at, body, prev_hash, hash)
               SELECT ok.id, e.seq, e.event_type, e.recorded_at, e.body, e.prev_hash, e.hash
@@ -275,7 +272,6 @@ pub(crate) async fn write_group(
                      AS t(member, seq, kind, due_at)
                 JOIN ok ON ok.n = t.member)
          SELECT COALESCE((SELECT array_agg(id ORDER BY id) FROM ob), '{}'::bigint[]),
-                COALESCE((SELECT array_agg(n ORDER BY n) FROM ready), '{}'::bigint[]),
                 COALESCE((SELECT array_agg(n ORDER BY n) FROM ok), '{}'::bigint[]),
                 COALESCE((SELECT array_agg(up.events_published_seq ORDER BY ok.n)
                             FROM ok LEFT JOIN up ON up.n = ok.n), '{}'::bigint[]),
@@ -288,7 +284,12 @@ pub(crate) async fn write_group(
                   WHERE EXISTS (SELECT 1 FROM UNNEST($23::int[], $27::bool[]) AS o(member, claimed)
                                  WHERE o.member = ok.n AND NOT o.claimed))::text,
                 (SELECT pg_notify('hcpflow_timers', '')
-                  WHERE EXISTS (SELECT 1 FROM UNNEST($33::int[]) AS t(member) JOIN ok ON ok.n = t.member))::text",
+                  WHERE EXISTS (SELECT 1 FROM UNNEST($33::int[]) AS t(member) JOIN ok ON ok.n = t.member))::text,
+                -- An outcome whose runner lost its claim fails the whole statement (the
+                -- group is then written again one batch at a time).
+                CASE WHEN EXISTS (SELECT 1 FROM ok WHERE claim_runner IS NOT NULL
+                                     AND n NOT IN (SELECT n FROM cl))
+                     THEN hcpflow_attempt_claim_lost() ELSE 1 END",
     )
     .bind(&c.ids)
     .bind(&c.expected)
@@ -328,13 +329,7 @@ pub(crate) async fn write_group(
     .bind(&timers.due_at)
     .fetch_one(&mut *conn)
     .await?;
-    verdicts(
-        members,
-        &outbox_ids,
-        &ready,
-        &written,
-        marks.into_iter().zip(keys),
-    )
+    verdicts(members, &outbox_ids, &written, marks.into_iter().zip(keys))
 }
 
 /// Hands each member its verdict. The outbox ids ascend in member order (the rows were
@@ -343,7 +338,6 @@ pub(crate) async fn write_group(
 fn verdicts(
     members: &[Member<'_>],
     outbox_ids: &[i64],
-    ready: &[i64],
     written: &[i64],
     mut indexes: impl Iterator<Item = (Option<i64>, Option<String>)>,
 ) -> Result<Vec<Verdict>> {
@@ -351,12 +345,8 @@ fn verdicts(
     let mut verdicts = Vec::with_capacity(members.len());
     for (n, member) in members.iter().enumerate() {
         let n = i64::try_from(n + 1).unwrap_or(i64::MAX);
-        if !ready.contains(&n) {
-            verdicts.push(Verdict::Conflict);
-            continue;
-        }
         if !written.contains(&n) {
-            verdicts.push(Verdict::ClaimLost);
+            verdicts.push(Verdict::Conflict);
             continue;
         }
         let (mark, concurrency_key) = indexes.next().unwrap_or_default();

@@ -3,6 +3,7 @@
 //! a batch whose runner lost its claim is refused, without failing their neighbours.
 
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use futures::future::join_all;
 use hcpflow_engine::{Seq, WorkflowId};
@@ -14,9 +15,40 @@ use crate::support::{event, store, workflow_with_events};
 
 async fn grouped(test: &str) -> Option<EventStore> {
     let (_, store) = store(test).await?;
-    // One writer: everything queued while the test task runs forms one group (the tests
-    // run on a current-thread runtime, so the dispatcher runs only once all are sent).
     Some(store.with_group_commit(1))
+}
+
+/// Runs `appends` while the store's one writer is busy with another append (held up by
+/// a lock on its workflow's index row, released 300 ms later), so that they all queue
+/// and form one group. Returns their results; the other append took one statement.
+async fn while_the_writer_is_busy<T>(
+    store: &EventStore,
+    appends: impl std::future::Future<Output = T>,
+) -> T {
+    let busy = workflow_with_events(store, "group-busy", 1).await;
+    let summary = store.get_workflow(&busy).await.unwrap();
+    let mut locker = store.pool().begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE")
+        .bind(busy.as_str())
+        .execute(&mut *locker)
+        .await
+        .unwrap();
+    let held = tokio::spawn({
+        let store = store.clone();
+        async move {
+            let batch = batch_on(&summary, 0);
+            store.append_known(&summary, &batch).await
+        }
+    });
+    // It takes the writer, then waits for the row lock.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let release = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        locker.commit().await.unwrap();
+    };
+    let (results, ()) = tokio::join!(appends, release);
+    held.await.unwrap().unwrap();
+    results
 }
 
 fn message(id: &WorkflowId, n: u64) -> OutboxMessage {
@@ -62,20 +94,20 @@ async fn appends_sent_together_share_one_statement_and_each_gets_its_own_answer(
         stats.groups.load(Ordering::Relaxed),
         stats.appends.load(Ordering::Relaxed),
     );
-    let results = join_all(
+    let appends = join_all(
         summaries
             .iter()
             .zip(&batches)
             .map(|(summary, batch)| store.append_known(summary, batch)),
-    )
-    .await;
+    );
+    let results = while_the_writer_is_busy(&store, appends).await;
     assert_eq!(
         (
             stats.groups.load(Ordering::Relaxed) - before.0,
             stats.appends.load(Ordering::Relaxed) - before.1
         ),
-        (1, 6),
-        "six appends, one statement"
+        (2, 7),
+        "the append that held the writer, then one statement of the six"
     );
     for ((summary, batch), result) in summaries.iter().zip(&batches).zip(results) {
         let appended = result.unwrap();
@@ -139,15 +171,18 @@ async fn a_stale_batch_or_a_lost_claim_fails_alone_in_its_group() {
     let again = batch_on(&stale_summary, 1);
     let stats = store.group_stats().unwrap();
     let groups = stats.groups.load(Ordering::Relaxed);
-    let (fine_result, stale_result, lost_result) = tokio::join!(
-        store.append_known(&fine_summary, &claimed),
-        store.append_known(&stale_summary, &again),
-        store.append_known(&unclaimed_summary, &lost),
-    );
+    let appends = async {
+        tokio::join!(
+            store.append_known(&fine_summary, &claimed),
+            store.append_known(&stale_summary, &again),
+            store.append_known(&unclaimed_summary, &lost),
+        )
+    };
+    let (fine_result, stale_result, lost_result) = while_the_writer_is_busy(&store, appends).await;
     assert_eq!(
         stats.groups.load(Ordering::Relaxed) - groups,
-        1,
-        "one group"
+        2,
+        "the append that held the writer, then one group of the three"
     );
     let written = fine_result.unwrap();
     assert!(
