@@ -15,6 +15,8 @@
 #   BENCH_CONFIGS="all-in-one split"
 #   BENCH_IN_FLIGHT=1000     workflows in flight at once in the memory run (0: none)
 #   HCPFLOW_BIN=path         a binary built already (default: build the release binary)
+#   BENCH_PEERS=restate      also run Restate (deploy/bench/restate) in every round, and
+#                            print its medians in the same table
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -22,6 +24,7 @@ repo=$(cd "$here/../.." && pwd)
 runs=${RUNS:-3}
 configs=${BENCH_CONFIGS:-all-in-one split}
 in_flight=${BENCH_IN_FLIGHT:-1000}
+peers=${BENCH_PEERS:-}
 
 export HCPFLOW_DEV_DIR=${HCPFLOW_BENCH_DIR:-$repo/.bench}
 export HCPFLOW_DEV_PG_PORT=${HCPFLOW_BENCH_PG_PORT:-55632}
@@ -106,27 +109,32 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else prin
 results=$HCPFLOW_DEV_DIR/results
 mkdir -p "$results"
 
-# Runs `hcpflow bench` $runs times for one setting; keeps each report.
+# Runs one setting once; keeps the report (round $3).
 run_setting() {
-  local config=$1 name=$2; shift 2
-  local n
-  for n in $(seq 1 "$runs"); do
-    "$hcpflow" bench "$@" | tee "$results/$config-$name-$n.txt"
-  done
+  local config=$1 name=$2 round=$3; shift 3
+  "$hcpflow" bench "$@" | tee "$results/$config-$name-$round.txt"
 }
 
-for config in $configs; do
-  log "== $config"
-  start_config "$config"
-  "$hcpflow" bench --steps 10 --count 300 --concurrency 16 >/dev/null   # warm-up
-  run_setting "$config" m10c1 --steps 10 --count 300 --concurrency 1
-  run_setting "$config" m10c32 --steps 10 --count 1000 --concurrency 32
-  run_setting "$config" m1c32 --steps 1 --count 2000 --concurrency 32
-  if (( in_flight > 0 )); then
-    runs=1 run_setting "$config" inflight --steps 10 --count "$in_flight" --concurrency "$in_flight" --timeout-secs 300
-  fi
-  echo "$(peak_rss)" > "$results/$config-rss.txt"
-  stop_servers
+# The configurations take turns, round after round, so that the machine's slow spells
+# (shared cores vary by tens of percent from minute to minute) fall on all of them.
+for round in $(seq 1 "$runs"); do
+  for config in $configs; do
+    log "== round $round of $runs: $config"
+    start_config "$config"
+    "$hcpflow" bench --steps 10 --count 300 --concurrency 16 >/dev/null   # warm-up
+    run_setting "$config" m10c1 "$round" --steps 10 --count 300 --concurrency 1
+    run_setting "$config" m10c32 "$round" --steps 10 --count 1000 --concurrency 32
+    run_setting "$config" m1c32 "$round" --steps 1 --count 2000 --concurrency 32
+    if (( in_flight > 0 && round == runs )); then
+      run_setting "$config" inflight 1 --steps 10 --count "$in_flight" --concurrency "$in_flight" --timeout-secs 300
+    fi
+    echo "$(peak_rss)" >> "$results/$config-rss.txt"
+    stop_servers
+  done
+  for peer in $peers; do
+    log "== round $round of $runs: $peer"
+    RUNS=1 "$here/$peer/run.sh" | tee "$results/peer-$peer-$round.txt"
+  done
 done
 
 settings() {
@@ -148,5 +156,11 @@ for config in $configs; do
   if [[ -f $results/$config-inflight-1.txt ]]; then
     failed=$(awk '/completed/ { gsub(/[()]/, ""); print $3 " failed of " $2 + $3; exit }' "$results/$config-inflight-1.txt")
   fi
-  printf '%-11s | %-22s | %-14s | %-14s | %-16s | %-18s | %s MiB\n' "$config" "$p50 ms ($p99 ms)" "$steps" "$wfs" "$txns (C=1: $txns1)" "$failed" "$(cat "$results/$config-rss.txt")"
+  rss=$(sort -n "$results/$config-rss.txt" | tail -n 1)
+  printf '%-11s | %-22s | %-14s | %-14s | %-16s | %-18s | %s MiB\n' "$config" "$p50 ms ($p99 ms)" "$steps" "$wfs" "$txns (C=1: $txns1)" "$failed" "$rss"
+done
+# A peer's headline: "headline: p50 at M=10 C=1 X ms | steps/s at M=10 C=32 Y | workflows/s at M=1 C=32 Z".
+for peer in $peers; do
+  headline() { for file in "$results/peer-$peer"-*.txt; do sed -n "s/^headline: .*$1 \([0-9.]*\).*/\1/p" "$file"; done | median; }
+  printf '%-11s | %-22s | %-14s | %-14s | %-16s | %-18s | %s\n' "$peer" "$(headline 'M=10 C=1') ms" "$(headline 'M=10 C=32')" "$(headline 'M=1 C=32')" - - -
 done
