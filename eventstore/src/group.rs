@@ -22,7 +22,7 @@ use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use crate::append::{verdict_result, write_one, AppendBatch, Appended, IndexAt};
-use crate::error::{Error, Result};
+use crate::error::{is_claim_lost, Error, Result};
 use statement::{write_group, Member};
 
 /// Appends of one group at most: the statement's arrays grow with it, and a group
@@ -48,6 +48,9 @@ pub struct GroupStats {
     pub groups: AtomicU64,
     /// Appends written in them.
     pub appends: AtomicU64,
+    /// Groups that failed as a whole and were written again one append at a time (a
+    /// lost claim; anything else is worth a look: the warning says what).
+    pub fallbacks: AtomicU64,
 }
 
 impl GroupStats {
@@ -151,8 +154,9 @@ impl Dispatcher {
             self.queued.fetch_sub(group.len(), Ordering::AcqRel);
             self.stats.count(group.len());
             let pool = self.pool.clone();
+            let stats = self.stats.clone();
             tokio::spawn(async move {
-                write(&pool, group).await;
+                write(&pool, &stats, group).await;
                 drop(writer);
             });
         }
@@ -191,7 +195,7 @@ impl Dispatcher {
 
 /// Writes a group in id order and answers each append; a group that fails as a whole
 /// is written again one append at a time.
-async fn write(pool: &PgPool, mut group: Vec<Request>) {
+async fn write(pool: &PgPool, stats: &GroupStats, mut group: Vec<Request>) {
     group.sort_by(|a, b| a.batch.workflow_id.cmp(&b.batch.workflow_id));
     if group.len() > 1 {
         let members: Vec<Member<'_>> = group
@@ -214,7 +218,15 @@ async fn write(pool: &PgPool, mut group: Vec<Request>) {
                 return;
             }
             Err(error) => {
-                tracing::debug!(%error, appends = group.len(), "a grouped append failed; writing its appends one by one");
+                stats.fallbacks.fetch_add(1, Ordering::Relaxed);
+                if is_claim_lost_error(&error) {
+                    tracing::debug!(
+                        appends = group.len(),
+                        "a runner lost its claim in a group; writing its appends one by one"
+                    );
+                } else {
+                    tracing::warn!(%error, appends = group.len(), "a grouped append failed; writing its appends one by one");
+                }
             }
         }
     }
@@ -233,4 +245,8 @@ async fn write(pool: &PgPool, mut group: Vec<Request>) {
         };
         let _ = request.reply.send(result);
     }
+}
+
+fn is_claim_lost_error(error: &Error) -> bool {
+    matches!(error, Error::Database(source) if is_claim_lost(source))
 }

@@ -94,6 +94,7 @@ async fn appends_sent_together_share_one_statement_and_each_gets_its_own_answer(
         stats.groups.load(Ordering::Relaxed),
         stats.appends.load(Ordering::Relaxed),
     );
+    let fallbacks = stats.fallbacks.load(Ordering::Relaxed);
     let appends = join_all(
         summaries
             .iter()
@@ -108,6 +109,11 @@ async fn appends_sent_together_share_one_statement_and_each_gets_its_own_answer(
         ),
         (2, 7),
         "the append that held the writer, then one statement of the six"
+    );
+    assert_eq!(
+        stats.fallbacks.load(Ordering::Relaxed),
+        fallbacks,
+        "the group statement wrote them, not the one-by-one fallback"
     );
     for ((summary, batch), result) in summaries.iter().zip(&batches).zip(results) {
         let appended = result.unwrap();
@@ -136,8 +142,9 @@ async fn appends_sent_together_share_one_statement_and_each_gets_its_own_answer(
 }
 
 #[tokio::test]
-async fn a_stale_batch_or_a_lost_claim_fails_alone_in_its_group() {
-    let Some(store) = grouped("a_stale_batch_or_a_lost_claim_fails_alone_in_its_group").await
+async fn a_lost_claim_fails_its_group_whose_batches_are_then_written_alone() {
+    let Some(store) =
+        grouped("a_lost_claim_fails_its_group_whose_batches_are_then_written_alone").await
     else {
         return;
     };
@@ -171,6 +178,7 @@ async fn a_stale_batch_or_a_lost_claim_fails_alone_in_its_group() {
     let again = batch_on(&stale_summary, 1);
     let stats = store.group_stats().unwrap();
     let groups = stats.groups.load(Ordering::Relaxed);
+    let fallbacks = stats.fallbacks.load(Ordering::Relaxed);
     let appends = async {
         tokio::join!(
             store.append_known(&fine_summary, &claimed),
@@ -183,6 +191,11 @@ async fn a_stale_batch_or_a_lost_claim_fails_alone_in_its_group() {
         stats.groups.load(Ordering::Relaxed) - groups,
         2,
         "the append that held the writer, then one group of the three"
+    );
+    assert_eq!(
+        stats.fallbacks.load(Ordering::Relaxed) - fallbacks,
+        1,
+        "the lost claim failed the group statement; its batches were written one by one"
     );
     let written = fine_result.unwrap();
     assert!(
@@ -219,6 +232,76 @@ async fn a_stale_batch_or_a_lost_claim_fails_alone_in_its_group() {
             .unwrap();
     assert_eq!(attempt_claims, 1);
     for id in [&fine, &stale, &unclaimed] {
+        store.verify_history(id).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_stale_batch_conflicts_alone_in_a_group_that_is_written() {
+    let Some(store) = grouped("a_stale_batch_conflicts_alone_in_a_group_that_is_written").await
+    else {
+        return;
+    };
+    let fine = workflow_with_events(&store, "group-ok", 1).await;
+    let stale = workflow_with_events(&store, "group-old", 1).await;
+    let fine_summary = store.get_workflow(&fine).await.unwrap();
+    let stale_summary = store.get_workflow(&stale).await.unwrap();
+    store
+        .append_known(&stale_summary, &batch_on(&stale_summary, 0))
+        .await
+        .unwrap();
+    let mut claimed = batch_on(&fine_summary, 2);
+    claimed.claimed_outbox = Some(OutboxClaim {
+        claimer: "group-ok-test".into(),
+        lease: Duration::from_secs(60),
+        rows: vec![1],
+        attempts: vec![(Seq::new(3).unwrap(), 1)],
+    });
+    let again = batch_on(&stale_summary, 1);
+    let stats = store.group_stats().unwrap();
+    let fallbacks = stats.fallbacks.load(Ordering::Relaxed);
+    let appends = async {
+        tokio::join!(
+            store.append_known(&fine_summary, &claimed),
+            store.append_known(&stale_summary, &again),
+        )
+    };
+    let (fine_result, stale_result) = while_the_writer_is_busy(&store, appends).await;
+    assert_eq!(
+        stats.fallbacks.load(Ordering::Relaxed),
+        fallbacks,
+        "the group statement answered both"
+    );
+    assert!(
+        matches!(stale_result, Err(Error::Conflict { .. })),
+        "{stale_result:?}"
+    );
+    let written = fine_result.unwrap();
+    assert_eq!(store.read_full_history(&stale).await.unwrap().len(), 3);
+    assert_eq!(store.read_full_history(&fine).await.unwrap().len(), 3);
+    // Only the second row is claimed, with the attempt it carries.
+    let claims: Vec<(i64, Option<String>)> =
+        sqlx::query_as("SELECT id, claimed_by FROM outbox WHERE workflow_id = $1 ORDER BY id")
+            .bind(fine.as_str())
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+    let answered: Vec<i64> = written.outbox.iter().map(|row| row.id).collect();
+    assert_eq!(
+        claims,
+        vec![
+            (answered[0], None),
+            (answered[1], Some("group-ok-test".to_owned()))
+        ]
+    );
+    let attempts: Vec<(i64, String)> =
+        sqlx::query_as("SELECT scheduled_seq, runner FROM attempt_claims WHERE workflow_id = $1")
+            .bind(fine.as_str())
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(attempts, vec![(3, "group-ok-test".to_owned())]);
+    for id in [&fine, &stale] {
         store.verify_history(id).await.unwrap();
     }
 }

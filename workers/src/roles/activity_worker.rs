@@ -393,8 +393,8 @@ impl ActivityWorker {
     }
 
     /// Runs the attempt and records its outcome — once: a second outcome for the same
-    /// attempt is dropped. With the workflow role in this process, the workflow's next
-    /// commands are appended in the same transaction.
+    /// attempt is dropped. The workflow's next commands are appended in the same write
+    /// (this process runs the workflow code; see `step.rs`).
     pub async fn attempt(
         &self,
         task: &ActivityTask,

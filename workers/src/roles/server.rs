@@ -262,14 +262,21 @@ impl Process {
         // commands in one write, and the next activity runs here at once (eager), rather
         // than a wake-up through NATS and a second write by a workflow worker. The code
         // is pure: it needs none of the workflow role's rights.
+        // Only the workflow role blocks a workflow whose history the code does not
+        // replay: it is the role that retries blocked workflows when new code starts.
         let runs_workflows = roles.contains(&Role::Workflow) || roles.contains(&Role::Activity);
-        let journal = Arc::new(Journal::new(
+        let journal = Journal::new(
             store,
             js.clone(),
             subjects.clone(),
             Arc::new(Metrics::default()),
             runs_workflows.then(|| catalog.clone()),
-        ));
+        );
+        let journal = Arc::new(if roles.contains(&Role::Workflow) {
+            journal
+        } else {
+            journal.handing_divergence_over()
+        });
         let intake = Arc::new(Intake {
             journal: journal.clone(),
             catalog,

@@ -46,6 +46,11 @@ pub struct Decided {
 pub struct Decider<'a> {
     pub registry: Option<&'a WorkflowRegistry>,
     pub outgoing: &'a Outgoing,
+    /// Whether code that diverges from the history blocks the workflow here. Only a
+    /// process with the workflow role may: blocked workflows are retried when a workflow
+    /// worker starts (new code deployed), so a process without it that runs the code
+    /// (an activity worker) records the inputs and wakes a workflow worker instead.
+    pub blocks: bool,
 }
 
 impl Decider<'_> {
@@ -86,7 +91,14 @@ impl Decider<'_> {
                     }
                     add_commands(self.outgoing, id, &full, &outcome, &mut write);
                 }
-                Err(error) => blocked = Some(error),
+                Err(error) if self.blocks => blocked = Some(error),
+                Err(error) => {
+                    tracing::debug!(workflow_id = %id, %error, "the code here does not replay this history; a workflow worker decides");
+                    if wakes(&write.events) {
+                        let last = stamp(write.events.len().saturating_sub(1));
+                        write.messages.push(self.outgoing.workflow_task(id, last));
+                    }
+                }
             },
             (None, true) if wakes(&write.events) => {
                 let last = stamp(write.events.len().saturating_sub(1));
@@ -211,6 +223,18 @@ mod tests {
         }
     }
 
+    /// An activity the built-in workflows never schedule.
+    fn other_scheduled() -> Event {
+        ActivityScheduled {
+            activity_type: "something.else".into(),
+            input: json!({}),
+            input_digest: String::new(),
+            options: ActivityOptions::default(),
+            compensation_of: None,
+        }
+        .into()
+    }
+
     fn entropy() -> Box<dyn Entropy> {
         Box::new(SeededEntropy::new(7))
     }
@@ -222,6 +246,7 @@ mod tests {
         let decider = Decider {
             registry: Some(catalog.registry()),
             outgoing: &outgoing,
+            blocks: true,
         };
         let id = WorkflowId::new("wf-1").unwrap();
         let decided = decider.decide(
@@ -250,6 +275,7 @@ mod tests {
         let decider = Decider {
             registry: None,
             outgoing: &outgoing,
+            blocks: true,
         };
         let id = WorkflowId::new("wf-2").unwrap();
         let decided = decider.decide(
@@ -270,6 +296,7 @@ mod tests {
         let decider = Decider {
             registry: Some(catalog.registry()),
             outgoing: &outgoing,
+            blocks: true,
         };
         let id = WorkflowId::new("wf-3").unwrap();
         let recorded = |seq: u64, event: Event| HistoryEvent {
@@ -278,15 +305,7 @@ mod tests {
             event,
         };
         // The code schedules `noop.step`; the history recorded something else.
-        let other: Event = ActivityScheduled {
-            activity_type: "something.else".into(),
-            input: json!({}),
-            input_digest: String::new(),
-            options: ActivityOptions::default(),
-            compensation_of: None,
-        }
-        .into();
-        let diverged = vec![recorded(1, started(1)), recorded(2, other)];
+        let diverged = vec![recorded(1, started(1)), recorded(2, other_scheduled())];
         let decided = decider.decide(
             step(&id, WorkflowStatus::Running, diverged),
             Write::default(),
@@ -295,6 +314,29 @@ mod tests {
         assert!(decided.blocked.is_some());
         assert!(decided.history_after.is_none());
         assert!(decided.write.events.is_empty());
+
+        // A process that may not block (no workflow role) records the inputs and wakes
+        // a workflow worker, which decides with its own code.
+        let handing_over = Decider {
+            blocks: false,
+            ..decider
+        };
+        let with_input = Write {
+            events: vec![Event::from(hcpflow_engine::event::SignalReceived {
+                name: "go".into(),
+                payload: json!(null),
+            })],
+            ..Write::default()
+        };
+        let diverged = vec![recorded(1, started(1)), recorded(2, other_scheduled())];
+        let decided = handing_over.decide(
+            step(&id, WorkflowStatus::Running, diverged),
+            with_input,
+            entropy(),
+        );
+        assert!(decided.blocked.is_none());
+        assert_eq!(decided.write.events.len(), 1, "only the input");
+        assert_eq!(decided.write.messages[0].subject, "t.task.workflow");
 
         let ended = vec![recorded(1, started(1))];
         let decided = decider.decide(

@@ -63,6 +63,9 @@ pub struct Journal {
     /// Set when this process runs workflow code: steps then run it in the same
     /// transaction as the inputs that wake it.
     pub catalog: Option<Arc<Catalog>>,
+    /// Whether a history the code does not replay blocks its workflow here (true
+    /// unless [`Journal::handing_divergence_over`]).
+    pub blocks_divergent: bool,
     pub(super) published: Mutex<Published>,
     /// Histories of this process's last appends, for the next step (see `step.rs`).
     pub history_cache: HistoryCache,
@@ -84,10 +87,21 @@ impl Journal {
             outgoing: Outgoing::new(subjects),
             metrics,
             catalog,
+            blocks_divergent: true,
             published: Mutex::new(Published::default()),
             history_cache: HistoryCache::new(HISTORY_CACHE_BUDGET),
             eager: std::sync::OnceLock::new(),
         }
+    }
+
+    /// For a process without the workflow role that runs the code: a history the code
+    /// does not replay is handed to a workflow worker (woken through NATS) instead of
+    /// blocking the workflow — only the workflow role retries blocked workflows when new
+    /// code starts.
+    #[must_use]
+    pub fn handing_divergence_over(mut self) -> Self {
+        self.blocks_divergent = false;
+        self
     }
 
     /// Runs the activities this process schedules on the queues `eager` serves here.

@@ -3,8 +3,9 @@
 //! history they complete, and append its commands — all under the workflow's row lock,
 //! with one commit.
 //!
-//! A process without the workflow role records the inputs and wakes the workflow
-//! through NATS instead.
+//! A process without the workflow code records the inputs and wakes the workflow
+//! through NATS instead. An activity-only process runs the code too, but hands a
+//! history its code does not replay to a workflow worker rather than block it.
 
 use chrono::{SubsecRound, Utc};
 use hcpflow_engine::event::HistoryEvent;
@@ -135,6 +136,7 @@ impl Journal {
         let decider = Decider {
             registry: self.catalog.as_ref().map(|catalog| catalog.registry()),
             outgoing: &self.outgoing,
+            blocks: self.blocks_divergent,
         };
         let decided = decider.decide(step, write, Box::new(OsEntropy));
         let decision = Decision {
