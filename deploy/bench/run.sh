@@ -143,7 +143,7 @@ settings() {
 }
 
 echo
-echo "hcpflow, release, durable Postgres ($(awk '/^  postgres/ {$1=""; print; exit}' "$(ls "$results"/*.txt | head -n 1)" | sed 's/^ //')), medians of $runs runs"
+echo "hcpflow, release, Postgres $(awk '/^  postgres/ {$1=""; print; exit}' "$(ls "$results"/*.txt | head -n 1)" | sed 's/^ //'), medians of $runs runs"
 printf '%-11s | %-22s | %-14s | %-14s | %-16s | %-18s | %s\n' configuration "M=10 C=1 p50 (p99)" "M=10 C=32 st/s" "M=1 C=32 wf/s" "write txns/step" "in flight: failed" "peak RSS"
 for config in $configs; do
   p50=$(settings "$config" m10c1 "latency p50")

@@ -426,12 +426,9 @@ pub(crate) async fn write_one(
 }
 
 /// A member's verdict as the append's result.
-pub(crate) fn verdict_result(
-    batch: &AppendBatch,
-    verdict: Verdict,
-) -> Result<(Appended, Option<String>)> {
+pub(crate) fn verdict_result(batch: &AppendBatch, verdict: Verdict) -> Result<Appended> {
     match verdict {
-        Verdict::Written(appended, concurrency_key) => Ok((appended, concurrency_key)),
+        Verdict::Written(appended) => Ok(appended),
         Verdict::Conflict => Err(conflict(batch, None)),
     }
 }

@@ -38,7 +38,7 @@ struct Request {
     batch: AppendBatch,
     index: IndexAt,
     chained: Appended,
-    reply: oneshot::Sender<Result<(Appended, Option<String>)>>,
+    reply: oneshot::Sender<Result<Appended>>,
 }
 
 /// Counts of what the group writer did, for metrics.
@@ -101,12 +101,13 @@ impl GroupCommit {
         batch: AppendBatch,
         index: IndexAt,
         chained: Appended,
-    ) -> Result<(Appended, Option<String>)> {
+    ) -> Result<Appended> {
         if self.queued.load(Ordering::Acquire) == 0 {
             if let Ok(_writer) = self.writers.try_acquire() {
                 self.stats.count(1);
                 let mut conn = self.pool.acquire().await?;
-                return write_one(&mut conn, &batch, Some(&index), &chained).await;
+                let written = write_one(&mut conn, &batch, Some(&index), &chained).await;
+                return written.map(|(appended, _)| appended);
             }
         }
         let (reply, answer) = oneshot::channel();
@@ -202,7 +203,7 @@ async fn write(pool: &PgPool, stats: &GroupStats, mut group: Vec<Request>) {
             .iter()
             .map(|request| Member {
                 batch: &request.batch,
-                index: Some(&request.index),
+                index: &request.index,
                 chained: &request.chained,
             })
             .collect();
@@ -233,13 +234,9 @@ async fn write(pool: &PgPool, stats: &GroupStats, mut group: Vec<Request>) {
     for request in group {
         let result = match pool.acquire().await {
             Ok(mut conn) => {
-                write_one(
-                    &mut conn,
-                    &request.batch,
-                    Some(&request.index),
-                    &request.chained,
-                )
-                .await
+                let (batch, index) = (&request.batch, Some(&request.index));
+                let written = write_one(&mut conn, batch, index, &request.chained).await;
+                written.map(|(appended, _)| appended)
             }
             Err(error) => Err(error.into()),
         };

@@ -77,7 +77,7 @@ impl EventStore {
         let transaction = needs_transaction(batch, summary.concurrency_key.as_deref());
         if let (Some(group), false) = (&self.group, transaction) {
             let chained = chain_events(batch, prev, &index.tenant)?;
-            let (appended, _) = group.append(batch.clone(), index, chained).await?;
+            let appended = group.append(batch.clone(), index, chained).await?;
             return Ok(appended);
         }
         let mut conn = self.pool.acquire().await?;

@@ -17,12 +17,11 @@ use crate::error::{Error, Result};
 use crate::outbox::OutboxRow;
 use crate::timers::to_i64;
 
-/// One batch of a group, already chained (`chained`), decided on `index` — or, for a
-/// workflow whose index row this transaction inserted, `None`: nothing to check or move.
+/// One batch of a group, already chained (`chained`), decided on `index`.
 #[derive(Debug)]
 pub(crate) struct Member<'a> {
     pub batch: &'a AppendBatch,
-    pub index: Option<&'a IndexAt>,
+    pub index: &'a IndexAt,
     pub chained: &'a Appended,
 }
 
@@ -30,20 +29,17 @@ pub(crate) struct Member<'a> {
 /// statement: [`is_claim_lost`](crate::error::is_claim_lost).)
 #[derive(Debug)]
 pub(crate) enum Verdict {
-    /// Written, with the workflow's concurrency key when its index was moved.
-    Written(Appended, Option<String>),
+    Written(Appended),
     /// The index moved since the batch was decided: nothing of it was written.
     Conflict,
 }
 
-/// The outbox ids written, the members written, and for each written member its events
-/// watermark and concurrency key (the two notify columns and the claim guard are
-/// ignored).
+/// The outbox ids written, the members written, and each written member's events
+/// watermark (the two notify columns and the claim guard are ignored).
 type GroupRow = (
     Vec<i64>,
     Vec<i64>,
     Vec<Option<i64>>,
-    Vec<Option<String>>,
     Option<String>,
     Option<String>,
     i32,
@@ -55,7 +51,7 @@ type GroupRow = (
 #[derive(Default)]
 struct Columns<'a> {
     ids: Vec<&'a str>,
-    expected: Vec<Option<i64>>,
+    expected: Vec<i64>,
     expected_status: Vec<Option<&'a str>>,
     next_seq: Vec<i64>,
     head_hash: Vec<&'a [u8]>,
@@ -125,13 +121,9 @@ impl<'a> Columns<'a> {
         let batch = member.batch;
         let chained = member.chained;
         self.ids.push(batch.workflow_id.as_str());
-        self.expected.push(member.index.map(|index| index.next_seq));
-        self.expected_status.push(
-            member
-                .index
-                .and_then(|index| index.status)
-                .map(WorkflowStatus::as_str),
-        );
+        self.expected.push(member.index.next_seq);
+        self.expected_status
+            .push(member.index.status.map(WorkflowStatus::as_str));
         self.next_seq.push(to_i64(chained.next_seq));
         self.head_hash.push(chained.head_hash.as_bytes().as_slice());
         self.status.push(batch.status.map(WorkflowStatus::as_str));
@@ -205,7 +197,7 @@ pub(crate) async fn write_group(
     let c = Columns::new(members);
     let (events, outbox, timers) = (&c.events.columns, &c.outbox.columns, &c.timers.columns);
 
-    let (outbox_ids, written, marks, keys, _, _, _): GroupRow = sqlx::query_as(
+    let (outbox_ids, written, marks, _, _, _): GroupRow = sqlx::query_as(
         "WITH b AS (
               SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bytea[],
                                    $6::text[], $7::jsonb[], $8::jsonb[], $9::bigint[], $10::bigint[],
@@ -227,11 +219,11 @@ pub(crate) async fn write_group(
                           AND w.events_published_seq < b.published_last THEN b.published_last
                          ELSE w.events_published_seq END
                 FROM b
-               WHERE w.workflow_id = b.id AND b.expected IS NOT NULL AND w.next_seq = b.expected
+               WHERE w.workflow_id = b.id AND w.next_seq = b.expected
                  AND (b.expected_status IS NULL OR w.status = b.expected_status)
-              RETURNING b.n, w.events_published_seq, w.concurrency_key),
+              RETURNING b.n, w.events_published_seq),
           ok AS (
-              SELECT * FROM b WHERE b.expected IS NULL OR b.n IN (SELECT n FROM up)),
+              SELECT * FROM b WHERE b.n IN (SELECT n FROM up)),
           cl AS (
               DELETE FROM attempt_claims c USING ok
                WHERE ok.claim_runner IS NOT NULL AND c.workflow_id = ok.id AND c.scheduled_seq = ok.claim_seq
@@ -275,8 +267,6 @@ pub(crate) async fn write_group(
                 COALESCE((SELECT array_agg(n ORDER BY n) FROM ok), '{}'::bigint[]),
                 COALESCE((SELECT array_agg(up.events_published_seq ORDER BY ok.n)
                             FROM ok LEFT JOIN up ON up.n = ok.n), '{}'::bigint[]),
-                COALESCE((SELECT array_agg(up.concurrency_key ORDER BY ok.n)
-                            FROM ok LEFT JOIN up ON up.n = ok.n), '{}'::text[]),
                 -- As the single append: the relay is woken only for rows it may have to
                 -- publish, the timer service only for new timers.
                 -- (one notification per workflow, its id as the payload).
@@ -329,19 +319,20 @@ pub(crate) async fn write_group(
     .bind(&timers.due_at)
     .fetch_one(&mut *conn)
     .await?;
-    verdicts(members, &outbox_ids, &written, marks.into_iter().zip(keys))
+    verdicts(members, &outbox_ids, &written, marks)
 }
 
 /// Hands each member its verdict. The outbox ids ascend in member order (the rows were
 /// inserted in that order), so each written member takes as many as it wrote messages;
-/// `indexes` has each written member's events watermark and concurrency key, in order.
+/// `marks` has each written member's events watermark, in order.
 fn verdicts(
     members: &[Member<'_>],
     outbox_ids: &[i64],
     written: &[i64],
-    mut indexes: impl Iterator<Item = (Option<i64>, Option<String>)>,
+    marks: Vec<Option<i64>>,
 ) -> Result<Vec<Verdict>> {
     let mut ids = outbox_ids.iter().copied();
+    let mut marks = marks.into_iter();
     let mut verdicts = Vec::with_capacity(members.len());
     for (n, member) in members.iter().enumerate() {
         let n = i64::try_from(n + 1).unwrap_or(i64::MAX);
@@ -349,7 +340,7 @@ fn verdicts(
             verdicts.push(Verdict::Conflict);
             continue;
         }
-        let (mark, concurrency_key) = indexes.next().unwrap_or_default();
+        let mark = marks.next().flatten();
         let batch = member.batch;
         let mut rows = Vec::with_capacity(batch.outbox.len());
         for message in &batch.outbox {
@@ -373,7 +364,7 @@ fn verdicts(
             events_range_refused,
             ..member.chained.clone()
         };
-        verdicts.push(Verdict::Written(appended, concurrency_key));
+        verdicts.push(Verdict::Written(appended));
     }
     Ok(verdicts)
 }
