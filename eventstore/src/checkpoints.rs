@@ -83,7 +83,7 @@ impl EventStore {
             .unzip();
         let rows: Vec<(String, i64, Vec<u8>, String)> = sqlx::query_as(
             "SELECT workflow_id, next_seq - 1, head_hash, status FROM workflows
-              WHERE checkpoint_seq < next_seq - 1
+              WHERE signature_open AND checkpoint_seq < next_seq - 1
                 AND left(events_subject, length($1)) = $1
                 AND (status IN ('completed', 'compensated', 'failed', 'cancelled')
                      OR checkpoint_at IS NULL AND created_at < now() - make_interval(secs => $2)

@@ -189,7 +189,7 @@ impl EventStore {
     ) -> Result<Vec<WorkflowId>> {
         let ids: Vec<String> = sqlx::query_scalar(
             "SELECT workflow_id FROM workflows
-              WHERE status IN ('running', 'compensating')
+              WHERE events_open AND status IN ('running', 'compensating')
                 AND updated_at < now() - make_interval(secs => $1)
                 AND left(events_subject, length($3)) = $3
               ORDER BY updated_at LIMIT $2",

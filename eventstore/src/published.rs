@@ -142,7 +142,8 @@ impl EventStore {
                     e.recorded_at, e.body, e.prev_hash, e.hash
                FROM (SELECT workflow_id, events_subject, updated_at, events_published_seq
                        FROM workflows
-                      WHERE events_published_seq < next_seq - 1 AND events_subject IS NOT NULL
+                      WHERE events_open
+                        AND events_published_seq < next_seq - 1 AND events_subject IS NOT NULL
                         AND updated_at < now() - make_interval(secs => $1)
                         AND left(events_subject, length($3)) = $3
                       ORDER BY updated_at
