@@ -60,26 +60,26 @@ pub struct AppendBatch {
     /// Outbox rows this process already published, marked in the same transaction so
     /// that marking costs no commit of its own.
     pub mark_published: Vec<i64>,
-    /// Outbox rows the appending process takes itself (it runs the activity at once,
-    /// without a trip through NATS), written claimed under its lease.
-    pub claimed_outbox: Option<OutboxClaim>,
+    /// Activity attempts the appending process runs itself, claimed in the same
+    /// statement (see [`ClaimedAttempts`]).
+    pub claimed_attempts: Option<ClaimedAttempts>,
     /// The claim of the runner whose attempt's outcome this batch records: the append
     /// deletes it, or fails with [`Error::ClaimLost`] when the runner no longer holds
     /// it (see [`crate::attempt_claims`]).
     pub attempt_claim: Option<AttemptClaim>,
 }
 
-/// Rows of a batch's outbox that the appending process claims as it writes them. Until
-/// the lease runs out (the claimer extends it while it works) no relay publishes them;
-/// after that, one does, as for any row a crash left behind.
+/// Activity attempts the appending process runs itself, at once and without a trip
+/// through NATS (eager dispatch): claimed for `runner` under `lease` as the batch is
+/// written, so that no other runner runs them meanwhile. Their tasks get no outbox row.
+/// The runner extends the lease while it works; one that dies stops, and once the lease
+/// has run out the sweeper finds the attempt ([`EventStore::lapsed_claims`]) and
+/// publishes its task from the history.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutboxClaim {
-    pub claimer: String,
+pub struct ClaimedAttempts {
+    pub runner: String,
     pub lease: std::time::Duration,
-    /// Positions in the batch's `outbox`.
-    pub rows: Vec<usize>,
-    /// The activity attempts (seq, attempt) those rows carry, claimed for `claimer`
-    /// under the same lease, so that no other runner runs them meanwhile.
+    /// (scheduled seq, attempt) of each.
     pub attempts: Vec<(Seq, u32)>,
 }
 
@@ -98,7 +98,7 @@ impl AppendBatch {
             events_published: None,
             recorded_at: None,
             mark_published: Vec::new(),
-            claimed_outbox: None,
+            claimed_attempts: None,
             attempt_claim: None,
         }
     }
@@ -487,15 +487,8 @@ pub(crate) async fn write_batch(
     let subjects: Vec<&str> = messages.iter().map(|m| m.subject.as_str()).collect();
     let msg_ids: Vec<&str> = messages.iter().map(|m| m.msg_id.as_str()).collect();
     let payloads: Vec<&[u8]> = messages.iter().map(|m| m.payload.as_slice()).collect();
-    // WITH ORDINALITY counts from 1.
-    let claimed_positions: Vec<i64> = batch
-        .claimed_outbox
-        .iter()
-        .flat_map(|claim| claim.rows.iter())
-        .map(|row| i64::try_from(*row).unwrap_or(i64::MAX - 1) + 1)
-        .collect();
     let (claimed_seqs, claimed_attempts): (Vec<i64>, Vec<i32>) = batch
-        .claimed_outbox
+        .claimed_attempts
         .iter()
         .flat_map(|claim| claim.attempts.iter())
         .map(|(seq, attempt)| (to_i64(*seq), i32::try_from(*attempt).unwrap_or(i32::MAX)))
@@ -511,10 +504,8 @@ pub(crate) async fn write_batch(
               SELECT $1, * FROM UNNEST($2::bigint[], $3::text[], $4::timestamptz[],
                                        $5::bytea[], $6::bytea[], $7::bytea[])),
           ob AS (
-              INSERT INTO outbox (workflow_id, subject, msg_id, payload, claimed_by, claim_expires_at)
-              SELECT $1, subject, msg_id, payload,
-                     CASE WHEN n = ANY($24::bigint[]) THEN $25::text END,
-                     CASE WHEN n = ANY($24::bigint[]) THEN now() + make_interval(secs => $26::float8) END
+              INSERT INTO outbox (workflow_id, subject, msg_id, payload)
+              SELECT $1, subject, msg_id, payload
                 FROM UNNEST($8::text[], $9::text[], $10::bytea[]) WITH ORDINALITY AS m(subject, msg_id, payload, n)
                ORDER BY n
               RETURNING id),
@@ -523,13 +514,13 @@ pub(crate) async fn write_batch(
                WHERE id = ANY($11::bigint[]) AND published_at IS NULL),
           ac AS (
               INSERT INTO attempt_claims (workflow_id, scheduled_seq, attempt, runner, lease_until)
-              SELECT $1, s, a, $25::text, now() + make_interval(secs => $26::float8)
-                FROM UNNEST($27::bigint[], $28::int[]) AS c(s, a)
+              SELECT $1, s, a, $24::text, now() + make_interval(secs => $25::float8)
+                FROM UNNEST($26::bigint[], $27::int[]) AS c(s, a)
               ON CONFLICT DO NOTHING),
           cl AS (
               DELETE FROM attempt_claims
-               WHERE $29::text IS NOT NULL AND workflow_id = $1
-                 AND scheduled_seq = $30 AND attempt = $31 AND runner = $29
+               WHERE $28::text IS NOT NULL AND workflow_id = $1
+                 AND scheduled_seq = $29 AND attempt = $30 AND runner = $28
               RETURNING 1),
           tm AS (
               INSERT INTO timers (workflow_id, seq, kind, due_at)
@@ -549,15 +540,13 @@ pub(crate) async fn write_batch(
                 (SELECT count(*) FROM up),
                 (SELECT concurrency_key FROM up),
                 (SELECT events_published_seq FROM up),
-                -- The relay is woken only for rows it may have to publish: not for an
-                -- append without messages, nor for rows the appender claimed to run
-                -- itself (a NOTIFY serialises every commit on one lock). A crash's
-                -- leftovers are found by its fallback poll.
-                (SELECT pg_notify('hcpflow_outbox', $1)
-                  WHERE cardinality($8::text[]) > cardinality($24::bigint[]))::text,
+                -- The relay is woken only for an append with outbox rows (a NOTIFY
+                -- serialises every commit on one lock). A crash's leftovers are found
+                -- by its fallback poll.
+                (SELECT pg_notify('hcpflow_outbox', $1) WHERE cardinality($8::text[]) > 0)::text,
                 (SELECT pg_notify('hcpflow_timers', '') WHERE cardinality($12::bigint[]) > 0)::text,
                 -- An outcome whose runner lost its claim fails the whole statement.
-                CASE WHEN $29::text IS NULL OR EXISTS (SELECT 1 FROM cl) THEN 1
+                CASE WHEN $28::text IS NULL OR EXISTS (SELECT 1 FROM cl) THEN 1
                      ELSE hcpflow_attempt_claim_lost() END,
                 -- An index that did not move fails the whole statement (division by
                 -- zero), so that, run outside a transaction, it still writes nothing.
@@ -586,9 +575,8 @@ pub(crate) async fn write_batch(
     .bind(batch.events_published.map(|range| to_i64(range.first)))
     .bind(batch.events_published.map(|range| to_i64(range.last)))
     .bind(move_index_from.as_ref().and_then(|index| index.status).map(WorkflowStatus::as_str))
-    .bind(claimed_positions)
-    .bind(batch.claimed_outbox.as_ref().map(|claim| claim.claimer.as_str()))
-    .bind(batch.claimed_outbox.as_ref().map(|claim| claim.lease.as_secs_f64()))
+    .bind(batch.claimed_attempts.as_ref().map(|claim| claim.runner.as_str()))
+    .bind(batch.claimed_attempts.as_ref().map(|claim| claim.lease.as_secs_f64()))
     .bind(&claimed_seqs)
     .bind(&claimed_attempts)
     .bind(ending.map(|claim| claim.runner.as_str()))

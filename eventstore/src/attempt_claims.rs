@@ -96,6 +96,34 @@ impl EventStore {
         Ok(extended)
     }
 
+    /// Live workflows of one deployment (their events go to `events_prefix`) with an
+    /// attempt whose claim ran out since the workflow last changed: its runner died or
+    /// gave up. The task of an attempt a process ran itself (eager dispatch) is in no
+    /// outbox row and was never on NATS, so nothing else brings it back; the sweeper
+    /// publishes these workflows' pending work without waiting for them to be idle.
+    /// Sweeping one touches it, which takes it off this list until a lease runs out
+    /// again.
+    pub async fn lapsed_claims(&self, events_prefix: &str, limit: u32) -> Result<Vec<WorkflowId>> {
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT w.workflow_id
+               FROM attempt_claims c JOIN workflows w ON w.workflow_id = c.workflow_id
+              WHERE c.lease_until < now() AND w.updated_at < c.lease_until
+                AND w.events_open AND w.status IN ('running', 'compensating')
+                AND left(w.events_subject, length($1)) = $1
+              LIMIT $2",
+        )
+        .bind(events_prefix)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        ids.into_iter()
+            .map(|id| {
+                WorkflowId::new(id)
+                    .map_err(|e| Error::InvalidInput(format!("stored workflow id: {e}")))
+            })
+            .collect()
+    }
+
     /// Gives the claim up (the runner could not record its outcome): another runner may
     /// take the attempt at once.
     pub async fn release_attempt_claim(&self, claim: &AttemptClaim) -> Result<()> {

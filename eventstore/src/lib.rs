@@ -37,7 +37,7 @@ pub mod seal_keys;
 mod store;
 pub mod timers;
 
-pub use append::{AppendBatch, Appended, NewWorkflow, OutboxClaim};
+pub use append::{AppendBatch, Appended, ClaimedAttempts, NewWorkflow};
 pub use attempt_claims::{AttemptClaim, Claimed};
 pub use checkpoints::{CorruptHead, StoredCheckpoint, UnsignedHead};
 pub use error::{Error, Result};

@@ -90,41 +90,6 @@ impl EventStore {
         Ok(done.rows_affected())
     }
 
-    /// Extends `claimer`'s lease on an unpublished row it holds; false when it no
-    /// longer holds it (the lease ran out and a relay took the row).
-    pub async fn extend_outbox_claim(
-        &self,
-        id: i64,
-        claimer: &str,
-        lease: Duration,
-    ) -> Result<bool> {
-        let extended = sqlx::query(
-            "UPDATE outbox SET claim_expires_at = now() + make_interval(secs => $3)
-              WHERE id = $1 AND claimed_by = $2 AND published_at IS NULL
-                AND claim_expires_at > now()",
-        )
-        .bind(id)
-        .bind(claimer)
-        .bind(lease.as_secs_f64())
-        .execute(&self.pool)
-        .await?;
-        Ok(extended.rows_affected() == 1)
-    }
-
-    /// Gives up `claimer`'s lease on an unpublished row, so that a relay publishes it
-    /// after its grace period.
-    pub async fn release_outbox_claim(&self, id: i64, claimer: &str) -> Result<()> {
-        sqlx::query(
-            "UPDATE outbox SET claim_expires_at = now()
-              WHERE id = $1 AND claimed_by = $2 AND published_at IS NULL",
-        )
-        .bind(id)
-        .bind(claimer)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
     /// Claims up to `limit` unpublished messages older than `grace` — what a crash left
     /// behind after a commit, before its process published — for `lease`; only those
     /// whose subject starts with `subject_prefix` (a deployment's own, where several

@@ -94,7 +94,6 @@ struct OutboxColumns<'a> {
     subject: Vec<&'a str>,
     msg_id: Vec<&'a str>,
     payload: Vec<&'a [u8]>,
-    claimed: Vec<bool>,
 }
 
 #[derive(Default)]
@@ -140,8 +139,8 @@ impl<'a> Columns<'a> {
             .push(ending.map(|claim| to_i64(claim.scheduled_seq)));
         self.claim_attempt
             .push(ending.map(|claim| to_i32(claim.attempt)));
-        let claim = batch.claimed_outbox.as_ref();
-        self.claimer.push(claim.map(|claim| claim.claimer.as_str()));
+        let claim = batch.claimed_attempts.as_ref();
+        self.claimer.push(claim.map(|claim| claim.runner.as_str()));
         self.lease
             .push(claim.map(|claim| claim.lease.as_secs_f64()));
         for event in &chained.events {
@@ -157,16 +156,12 @@ impl<'a> Columns<'a> {
                 .push(event.prev_hash.as_bytes().as_slice());
             events.columns.hash.push(event.hash.as_bytes().as_slice());
         }
-        for (position, message) in batch.outbox.iter().enumerate() {
+        for message in &batch.outbox {
             let outbox = &mut self.outbox;
             outbox.member.push(n);
             outbox.columns.subject.push(message.subject.as_str());
             outbox.columns.msg_id.push(message.msg_id.as_str());
             outbox.columns.payload.push(message.payload.as_slice());
-            outbox
-                .columns
-                .claimed
-                .push(claim.is_some_and(|claim| claim.rows.contains(&position)));
         }
         for id in &batch.mark_published {
             self.marks.member.push(n);
@@ -237,44 +232,41 @@ pub(crate) async fn write_group(
                      AS e(member, seq, event_type, recorded_at, body, prev_hash, hash)
                 JOIN ok ON ok.n = e.member),
           ob AS (
-              INSERT INTO outbox (workflow_id, subject, msg_id, payload, claimed_by, claim_expires_at)
-              SELECT ok.id, o.subject, o.msg_id, o.payload,
-                     CASE WHEN o.claimed THEN ok.claimer END,
-                     CASE WHEN o.claimed THEN now() + make_interval(secs => ok.lease) END
-                FROM UNNEST($23::int[], $24::text[], $25::text[], $26::bytea[], $27::bool[])
-                     WITH ORDINALITY AS o(member, subject, msg_id, payload, claimed, k)
+              INSERT INTO outbox (workflow_id, subject, msg_id, payload)
+              SELECT ok.id, o.subject, o.msg_id, o.payload
+                FROM UNNEST($23::int[], $24::text[], $25::text[], $26::bytea[])
+                     WITH ORDINALITY AS o(member, subject, msg_id, payload, k)
                 JOIN ok ON ok.n = o.member
                ORDER BY o.k
               RETURNING id),
           mk AS (
               UPDATE outbox SET published_at = now(), claim_expires_at = NULL
-               WHERE id IN (SELECT m.id FROM UNNEST($28::int[], $29::bigint[]) AS m(member, id)
+               WHERE id IN (SELECT m.id FROM UNNEST($27::int[], $28::bigint[]) AS m(member, id)
                               JOIN ok ON ok.n = m.member)
                  AND published_at IS NULL),
           ac AS (
               INSERT INTO attempt_claims (workflow_id, scheduled_seq, attempt, runner, lease_until)
               SELECT ok.id, a.seq, a.attempt, ok.claimer, now() + make_interval(secs => ok.lease)
-                FROM UNNEST($30::int[], $31::bigint[], $32::int[]) AS a(member, seq, attempt)
+                FROM UNNEST($29::int[], $30::bigint[], $31::int[]) AS a(member, seq, attempt)
                 JOIN ok ON ok.n = a.member
               ON CONFLICT DO NOTHING),
           tm AS (
               INSERT INTO timers (workflow_id, seq, kind, due_at)
               SELECT ok.id, t.seq, t.kind, t.due_at
-                FROM UNNEST($33::int[], $34::bigint[], $35::text[], $36::timestamptz[])
+                FROM UNNEST($32::int[], $33::bigint[], $34::text[], $35::timestamptz[])
                      AS t(member, seq, kind, due_at)
                 JOIN ok ON ok.n = t.member)
          SELECT COALESCE((SELECT array_agg(id ORDER BY id) FROM ob), '{}'::bigint[]),
                 COALESCE((SELECT array_agg(n ORDER BY n) FROM ok), '{}'::bigint[]),
                 COALESCE((SELECT array_agg(up.events_published_seq ORDER BY ok.n)
                             FROM ok LEFT JOIN up ON up.n = ok.n), '{}'::bigint[]),
-                -- As the single append: the relay is woken only for rows it may have to
-                -- publish, the timer service only for new timers.
-                -- (one notification per workflow, its id as the payload).
+                -- As the single append: the relay is woken only for outbox rows, the
+                -- timer service only for new timers (one notification per workflow,
+                -- its id as the payload).
                 (SELECT count(pg_notify('hcpflow_outbox', ok.id)) FROM ok
-                  WHERE EXISTS (SELECT 1 FROM UNNEST($23::int[], $27::bool[]) AS o(member, claimed)
-                                 WHERE o.member = ok.n AND NOT o.claimed))::text,
+                  WHERE ok.n = ANY($23::int[]))::text,
                 (SELECT pg_notify('hcpflow_timers', '')
-                  WHERE EXISTS (SELECT 1 FROM UNNEST($33::int[]) AS t(member) JOIN ok ON ok.n = t.member))::text,
+                  WHERE EXISTS (SELECT 1 FROM UNNEST($32::int[]) AS t(member) JOIN ok ON ok.n = t.member))::text,
                 -- An outcome whose runner lost its claim fails the whole statement (the
                 -- group is then written again one batch at a time).
                 CASE WHEN EXISTS (SELECT 1 FROM ok WHERE claim_runner IS NOT NULL
@@ -307,7 +299,6 @@ pub(crate) async fn write_group(
     .bind(&outbox.subject)
     .bind(&outbox.msg_id)
     .bind(&outbox.payload)
-    .bind(&outbox.claimed)
     .bind(&c.marks.member)
     .bind(&c.marks.columns)
     .bind(&c.attempts.member)

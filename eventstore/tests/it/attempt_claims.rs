@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use hcpflow_engine::{Seq, WorkflowId};
 use hcpflow_eventstore::{
-    AppendBatch, AttemptClaim, Claimed, Error, EventStore, OutboxClaim, OutboxMessage,
+    AppendBatch, AttemptClaim, Claimed, ClaimedAttempts, Error, EventStore, NewWorkflow,
 };
 
 use crate::support::{event, new_workflow, store, unique_id};
@@ -81,29 +81,32 @@ async fn one_runner_holds_an_attempt_and_only_it_records_the_outcome() {
     );
 }
 
+/// An attempt the appending process runs itself is claimed in the append's statement,
+/// with no outbox row: no other runner takes it while the claim holds. A runner that
+/// dies stops extending the claim; once it lapses the sweeper is shown the workflow,
+/// until sweeping it touches the workflow.
 #[tokio::test]
-async fn an_eager_task_is_claimed_with_its_outbox_row() {
-    let Some((_, store)) = store("an_eager_task_is_claimed_with_its_outbox_row").await else {
+async fn an_eager_attempt_is_claimed_in_its_append_and_shown_to_the_sweeper_once_it_lapses() {
+    let Some((_, store)) =
+        store("an_eager_attempt_is_claimed_in_its_append_and_shown_to_the_sweeper_once_it_lapses")
+            .await
+    else {
         return;
     };
     let id = unique_id("eager-attempt");
-    let message = OutboxMessage {
-        subject: "hcpflow.test.eager-attempt".into(),
-        msg_id: format!("eager-{id}"),
-        payload: b"{}".to_vec(),
-    };
-    let mut batch =
-        AppendBatch::new(id.clone(), Seq::FIRST, vec![event(1)]).with_outbox(vec![message]);
-    batch.claimed_outbox = Some(OutboxClaim {
-        claimer: "eager-runner".into(),
-        lease: Duration::from_secs(30),
-        rows: vec![0],
+    let prefix = format!("{id}.events.");
+    let mut batch = AppendBatch::new(id.clone(), Seq::FIRST, vec![event(1)]);
+    batch.claimed_attempts = Some(ClaimedAttempts {
+        runner: "eager-runner".into(),
+        lease: Duration::from_millis(1500),
         attempts: vec![(Seq::FIRST, 1)],
     });
-    store
-        .create_workflow(&new_workflow("test"), batch)
-        .await
-        .unwrap();
+    let workflow = NewWorkflow {
+        events_subject: Some(format!("{prefix}{id}")),
+        ..new_workflow("test")
+    };
+    let appended = store.create_workflow(&workflow, batch).await.unwrap();
+    assert!(appended.outbox.is_empty());
     assert!(matches!(
         store
             .claim_attempt(&claim(&id, "nats-runner"), Duration::from_secs(1))
@@ -112,14 +115,23 @@ async fn an_eager_task_is_claimed_with_its_outbox_row() {
         Claimed::HeldElsewhere { .. }
     ));
     assert!(store
-        .extend_attempt_claim(&claim(&id, "eager-runner"), Duration::from_secs(30))
+        .extend_attempt_claim(&claim(&id, "eager-runner"), Duration::from_millis(1500))
         .await
         .unwrap());
-    // Given up (its outcome could not be recorded): the next runner takes it at once.
-    store
-        .release_attempt_claim(&claim(&id, "eager-runner"))
-        .await
-        .unwrap();
+    assert!(store.lapsed_claims(&prefix, 10).await.unwrap().is_empty());
+
+    // The runner dies: nobody extends the claim.
+    tokio::time::sleep(Duration::from_millis(1700)).await;
+    assert_eq!(
+        store.lapsed_claims(&prefix, 10).await.unwrap(),
+        vec![id.clone()]
+    );
+    store.touch(&id).await.unwrap();
+    assert!(
+        store.lapsed_claims(&prefix, 10).await.unwrap().is_empty(),
+        "a swept workflow is not shown again until a claim lapses again"
+    );
+    // The runner the sweeper's task reaches takes the attempt over.
     assert_eq!(
         store
             .claim_attempt(&claim(&id, "nats-runner"), Duration::from_secs(1))

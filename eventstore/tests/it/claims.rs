@@ -237,67 +237,6 @@ async fn every_due_timer_is_claimed_exactly_once() {
     );
 }
 
-/// A row the appending process claims for itself (eager dispatch) is not offered to
-/// relays while its lease holds or is extended, and is offered once it runs out.
-#[tokio::test]
-async fn a_row_claimed_at_append_is_offered_once_its_lease_runs_out() {
-    let Some((_, store)) =
-        store("a_row_claimed_at_append_is_offered_once_its_lease_runs_out").await
-    else {
-        return;
-    };
-    let _turn = OUTBOX_CLAIMS.lock().await;
-    let id = unique_id("eager");
-    let message = OutboxMessage {
-        subject: "hcpflow.test.eager".into(),
-        msg_id: format!("eager-{id}"),
-        payload: b"{}".to_vec(),
-    };
-    let mut batch =
-        AppendBatch::new(id.clone(), Seq::FIRST, vec![event(1)]).with_outbox(vec![message]);
-    batch.claimed_outbox = Some(hcpflow_eventstore::OutboxClaim {
-        claimer: "eager-test".into(),
-        lease: Duration::from_millis(800),
-        rows: vec![0],
-        attempts: Vec::new(),
-    });
-    let appended = store
-        .create_workflow(&new_workflow("test"), batch)
-        .await
-        .unwrap();
-    let row = appended.outbox[0].id;
-    let offered = |batch: Vec<hcpflow_eventstore::ClaimedMessage>| {
-        batch.into_iter().any(|m| m.workflow_id == id.as_str())
-    };
-    assert!(!offered(
-        store.claim_outbox("relay", 1000, LEASE).await.unwrap()
-    ));
-    // Only the holder extends its lease.
-    assert!(!store
-        .extend_outbox_claim(row, "someone-else", Duration::from_secs(1))
-        .await
-        .unwrap());
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(store
-        .extend_outbox_claim(row, "eager-test", Duration::from_millis(800))
-        .await
-        .unwrap());
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(
-        !offered(store.claim_outbox("relay", 1000, LEASE).await.unwrap()),
-        "offered while the extended lease holds"
-    );
-    // The holder dies: nobody extends the lease, and a relay takes the row.
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert!(offered(
-        store.claim_outbox("relay", 1000, LEASE).await.unwrap()
-    ));
-    assert!(!store
-        .extend_outbox_claim(row, "eager-test", Duration::from_secs(1))
-        .await
-        .unwrap());
-}
-
 #[tokio::test]
 async fn published_rows_fired_timers_and_expired_claims_are_purged_and_nothing_else() {
     let Some((stack, store)) =

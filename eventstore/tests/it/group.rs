@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::future::join_all;
 use hcpflow_engine::{Seq, WorkflowId};
 use hcpflow_eventstore::{
-    AppendBatch, AttemptClaim, Error, EventStore, OutboxClaim, OutboxMessage, WorkflowSummary,
+    AppendBatch, AttemptClaim, ClaimedAttempts, Error, EventStore, OutboxMessage, WorkflowSummary,
 };
 
 use crate::support::{event, store, workflow_with_events};
@@ -167,12 +167,11 @@ async fn a_lost_claim_fails_its_group_whose_batches_are_then_written_alone() {
         attempt: 1,
         runner: "nobody".into(),
     });
-    // `fine` claims its message for itself, and the attempt it carries.
+    // `fine` claims the attempt it schedules, to run it itself.
     let mut claimed = batch_on(&fine_summary, 1);
-    claimed.claimed_outbox = Some(OutboxClaim {
-        claimer: "group-test".into(),
+    claimed.claimed_attempts = Some(ClaimedAttempts {
+        runner: "group-test".into(),
         lease: std::time::Duration::from_secs(60),
-        rows: vec![0],
         attempts: vec![(Seq::new(2).unwrap(), 1)],
     });
     let again = batch_on(&stale_summary, 1);
@@ -216,21 +215,15 @@ async fn a_lost_claim_fails_its_group_whose_batches_are_then_written_alone() {
         .await
         .unwrap();
     assert_eq!(rows, 0);
-    // The written one has its claimed row and its attempt's claim.
-    let (claimed_by,): (Option<String>,) =
-        sqlx::query_as("SELECT claimed_by FROM outbox WHERE id = $1")
-            .bind(written.outbox[0].id)
-            .fetch_one(store.pool())
-            .await
-            .unwrap();
-    assert_eq!(claimed_by.as_deref(), Some("group-test"));
-    let attempt_claims: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM attempt_claims WHERE workflow_id = $1")
+    // The written one has its row and its attempt's claim.
+    assert_eq!(written.outbox.len(), 1);
+    let runners: Vec<String> =
+        sqlx::query_scalar("SELECT runner FROM attempt_claims WHERE workflow_id = $1")
             .bind(fine.as_str())
-            .fetch_one(store.pool())
+            .fetch_all(store.pool())
             .await
             .unwrap();
-    assert_eq!(attempt_claims, 1);
+    assert_eq!(runners, vec!["group-test".to_owned()]);
     for id in [&fine, &stale, &unclaimed] {
         store.verify_history(id).await.unwrap();
     }
@@ -251,10 +244,9 @@ async fn a_stale_batch_conflicts_alone_in_a_group_that_is_written() {
         .await
         .unwrap();
     let mut claimed = batch_on(&fine_summary, 2);
-    claimed.claimed_outbox = Some(OutboxClaim {
-        claimer: "group-ok-test".into(),
+    claimed.claimed_attempts = Some(ClaimedAttempts {
+        runner: "group-ok-test".into(),
         lease: Duration::from_secs(60),
-        rows: vec![1],
         attempts: vec![(Seq::new(3).unwrap(), 1)],
     });
     let again = batch_on(&stale_summary, 1);
@@ -279,21 +271,15 @@ async fn a_stale_batch_conflicts_alone_in_a_group_that_is_written() {
     let written = fine_result.unwrap();
     assert_eq!(store.read_full_history(&stale).await.unwrap().len(), 3);
     assert_eq!(store.read_full_history(&fine).await.unwrap().len(), 3);
-    // Only the second row is claimed, with the attempt it carries.
-    let claims: Vec<(i64, Option<String>)> =
-        sqlx::query_as("SELECT id, claimed_by FROM outbox WHERE workflow_id = $1 ORDER BY id")
+    // Both rows are written, and the attempt is claimed.
+    let rows: Vec<i64> =
+        sqlx::query_scalar("SELECT id FROM outbox WHERE workflow_id = $1 ORDER BY id")
             .bind(fine.as_str())
             .fetch_all(store.pool())
             .await
             .unwrap();
     let answered: Vec<i64> = written.outbox.iter().map(|row| row.id).collect();
-    assert_eq!(
-        claims,
-        vec![
-            (answered[0], None),
-            (answered[1], Some("group-ok-test".to_owned()))
-        ]
-    );
+    assert_eq!(rows, answered);
     let attempts: Vec<(i64, String)> =
         sqlx::query_as("SELECT scheduled_seq, runner FROM attempt_claims WHERE workflow_id = $1")
             .bind(fine.as_str())

@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::Utc;
 use hcpflow_engine::{Seq, WorkflowId};
 use hcpflow_eventstore::{
-    AppendBatch, EventStore, NewTimer, OutboxClaim, OutboxMessage, TimerKind, OUTBOX_CHANNEL,
+    AppendBatch, ClaimedAttempts, EventStore, NewTimer, OutboxMessage, TimerKind, OUTBOX_CHANNEL,
     TIMERS_CHANNEL,
 };
 use sqlx::postgres::PgListener;
@@ -73,8 +73,8 @@ async fn outbox_payloads_until(listener: &mut PgListener, marker: &WorkflowId) -
     payloads
 }
 
-/// An append without outbox rows, or whose rows its appender claimed to run itself,
-/// does not wake the relay; one with a row for it to publish does.
+/// An append without outbox rows (events only, or an attempt its appender claimed to
+/// run itself) does not wake the relay; one with a row for it to publish does.
 #[tokio::test]
 async fn only_an_append_with_outbox_rows_for_the_relay_notifies_it() {
     let Some((stack, store)) =
@@ -101,15 +101,13 @@ async fn only_an_append_with_outbox_rows_for_the_relay_notifies_it() {
         ))
         .await
         .unwrap();
-    // Its one outbox row claimed by the appender (it runs the activity at once).
+    // An attempt claimed by the appender (it runs the activity at once): no row.
     let claimed = unique_id("notify-claimed");
-    let mut batch = AppendBatch::new(claimed.clone(), Seq::FIRST, vec![event(1)])
-        .with_outbox(vec![message(&claimed)]);
-    batch.claimed_outbox = Some(OutboxClaim {
-        claimer: "notify-test".into(),
+    let mut batch = AppendBatch::new(claimed.clone(), Seq::FIRST, vec![event(1)]);
+    batch.claimed_attempts = Some(ClaimedAttempts {
+        runner: "notify-test".into(),
         lease: Duration::from_secs(30),
-        rows: vec![0],
-        attempts: Vec::new(),
+        attempts: vec![(Seq::FIRST, 1)],
     });
     store
         .create_workflow(&new_workflow("test"), batch)

@@ -136,9 +136,12 @@ impl ActivityWorker {
                     let worker = worker.clone();
                     tokio::spawn(async move { worker.handle_local(task).await });
                 }
-                // Tasks still queued keep their claims; the relay publishes them once
-                // the leases run out.
+                // Tasks still queued go to NATS for another process, their claims
+                // given up first (one left behind lapses, and the sweeper finds it).
                 local.close();
+                while let Ok(queued) = local.try_recv() {
+                    worker.hand_to_nats(queued).await;
+                }
             })
         };
         let slots = (self.slots.clone(), self.concurrency);
@@ -162,44 +165,40 @@ impl ActivityWorker {
         served
     }
 
-    /// Runs a task a step of this process claimed for itself: its lease on the outbox
-    /// row is extended while the attempt runs; once the outcome is recorded, the row is
-    /// marked published (with the next append). If recording fails, the claim is given
-    /// up and the relay publishes the task for another try.
+    /// Runs a task a step of this process claimed for itself: the claim on its attempt
+    /// is extended while the attempt runs and ends with the append that records the
+    /// outcome. If recording fails, the claim is given up and the task is published for
+    /// another runner (should that fail too, the sweeper finds the attempt).
     async fn handle_local(&self, local: LocalTask) {
         let LocalTask {
-            outbox_id,
             task,
+            message,
             permit,
         } = local;
         let Some(claimer) = self.journal.eager_claimer() else {
             return;
         };
-        // The step that scheduled the task claimed its outbox row and its attempt for
-        // this process, in its commit.
-        let claim = claim_of(&task, claimer.clone());
+        // The step that scheduled the task claimed its attempt for this process, in its
+        // commit.
+        let claim = claim_of(&task, claimer);
         let mut beat = AbortOnDrop({
             let journal = self.journal.clone();
-            let (claimer, claim) = (claimer.clone(), claim.clone());
+            let claim = claim.clone();
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(LOCAL_LEASE / 3).await;
-                    let extended = journal
-                        .store
-                        .extend_outbox_claim(outbox_id, &claimer, LOCAL_LEASE)
-                        .await;
-                    let attempt = journal
+                    match journal
                         .store
                         .extend_attempt_claim(&claim, LOCAL_LEASE)
-                        .await;
-                    match (extended, attempt) {
-                        (Ok(true), Ok(true)) => {}
-                        (Ok(_), Ok(_)) => {
-                            tracing::warn!(outbox_id, "lost the claim on a local activity task; another runner has it, so this run stops");
+                        .await
+                    {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            tracing::warn!(workflow_id = %claim.workflow_id, seq = claim.scheduled_seq.get(), "lost the claim on a local activity attempt; another runner has it, so this run stops");
                             return;
                         }
-                        (Err(error), _) | (_, Err(error)) => {
-                            tracing::warn!(outbox_id, %error, "extending a local task's claim failed")
+                        Err(error) => {
+                            tracing::warn!(workflow_id = %claim.workflow_id, %error, "extending a local attempt's claim failed")
                         }
                     }
                 }
@@ -214,17 +213,31 @@ impl ActivityWorker {
         drop(beat);
         match outcome {
             // Lost: another runner took the attempt and records it.
-            Ok(()) | Err(TaskError::LostClaim { .. }) => self.journal.mark_outbox_done(outbox_id),
+            Ok(()) | Err(TaskError::LostClaim { .. }) => {}
             Err(error) => {
-                tracing::warn!(workflow_id = %task.workflow_id, seq = task.scheduled_seq.get(), %error, "recording a local activity failed; the relay will publish its task");
+                tracing::warn!(workflow_id = %task.workflow_id, seq = task.scheduled_seq.get(), %error, "recording a local activity failed; its task goes to NATS");
                 // The attempt's claim was given up by `attempt_guarded`.
-                let store = &self.journal.store;
-                if let Err(error) = store.release_outbox_claim(outbox_id, &claimer).await {
-                    tracing::warn!(outbox_id, %error, "releasing a local task's claim failed; it is published when the lease runs out");
+                if let Err(error) = self.journal.publish(&message).await {
+                    tracing::warn!(workflow_id = %task.workflow_id, %error, "publishing a local activity's task failed; the sweeper will");
                 }
             }
         }
         drop(permit);
+    }
+
+    /// Gives up a local task this process will not run: its claim is released and its
+    /// task published for any activity worker.
+    async fn hand_to_nats(&self, local: LocalTask) {
+        let Some(claimer) = self.journal.eager_claimer() else {
+            return;
+        };
+        let claim = claim_of(&local.task, claimer);
+        if let Err(error) = self.journal.store.release_attempt_claim(&claim).await {
+            tracing::warn!(workflow_id = %claim.workflow_id, %error, "releasing a local attempt's claim failed; it lapses");
+        }
+        if let Err(error) = self.journal.publish(&local.message).await {
+            tracing::warn!(workflow_id = %claim.workflow_id, %error, "publishing a local activity's task failed; the sweeper will");
+        }
     }
 
     async fn handle(&self, message: async_nats::jetstream::Message, named: ActivityTaskMessage) {

@@ -97,12 +97,17 @@ impl Sweeper {
         format!("{}.events.", self.journal.outgoing.subjects.prefix())
     }
 
+    /// Publishes the pending work of the live workflows that have an attempt whose
+    /// claim lapsed (its runner died), and of those idle for `idle`.
     pub async fn sweep(&self) -> anyhow::Result<usize> {
-        let ids = self
-            .journal
-            .store
-            .idle_live_workflows(&self.events_prefix(), self.idle, 200)
-            .await?;
+        let store = &self.journal.store;
+        let prefix = self.events_prefix();
+        let mut ids = store.lapsed_claims(&prefix, 200).await?;
+        for id in store.idle_live_workflows(&prefix, self.idle, 200).await? {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
         let mut enqueued = 0;
         for id in ids {
             match self.recover(&id).await {

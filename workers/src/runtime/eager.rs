@@ -2,10 +2,11 @@
 //! queue this process serves and with a free slot, runs here at once instead of going
 //! through NATS (Temporal calls it eager activity execution).
 //!
-//! Guarantees: the activity task is still written to the outbox in the step's commit —
-//! claimed by this process under a lease it extends while the activity runs — so a
-//! crash loses nothing: once the lease runs out, the relay publishes the task and any
-//! activity worker runs it. The row is marked published once the outcome is recorded.
+//! Guarantees: the step's commit claims the attempt for this process under a lease it
+//! extends while the activity runs (no outbox row: the task never goes to NATS unless
+//! this process cannot run or record it). A crash loses nothing: once the lease has run
+//! out, the sweeper finds the lapsed claim and publishes the attempt's task from the
+//! history, and any activity worker runs it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,17 +15,18 @@ use std::time::Duration;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use hcpflow_engine::history::ActivityTask;
+use hcpflow_eventstore::OutboxMessage;
 
-/// How long a local run holds its outbox row without extending the lease (it extends it
-/// every third of this): how long a crashed process's eager task waits for the relay.
+/// How long a local run holds its attempt's claim without extending it (it extends it
+/// every third of this): how long a crashed process's eager task waits for the sweeper.
 pub const LOCAL_LEASE: Duration = Duration::from_secs(15);
 
 /// An activity task a step of this process dispatched to itself.
 #[derive(Debug)]
 pub struct LocalTask {
-    /// The task's outbox row, claimed by this process.
-    pub outbox_id: i64,
     pub task: ActivityTask,
+    /// The task's NATS message, published when this process cannot run or record it.
+    pub message: OutboxMessage,
     /// The activity worker's slot it runs in.
     pub permit: OwnedSemaphorePermit,
 }
@@ -32,9 +34,9 @@ pub struct LocalTask {
 /// A slot reserved while a step decides, before its commit.
 #[derive(Debug)]
 pub struct Reserved {
-    /// Position of the task's message in the step's outbox messages.
-    pub position: usize,
     pub task: ActivityTask,
+    /// The task's message, taken out of the step's outbox.
+    pub message: OutboxMessage,
     pub permit: OwnedSemaphorePermit,
 }
 
@@ -42,7 +44,7 @@ pub struct Reserved {
 /// channel its local tasks go to.
 #[derive(Debug)]
 pub struct EagerDispatch {
-    /// Who claims the outbox rows (this process).
+    /// Who claims the attempts (this process).
     pub claimer: String,
     queues: BTreeMap<String, (Arc<Semaphore>, mpsc::UnboundedSender<LocalTask>)>,
 }
@@ -76,12 +78,12 @@ impl EagerDispatch {
         slots.clone().try_acquire_owned().ok()
     }
 
-    /// Hands a committed task to its activity worker; false when the worker is gone
-    /// (shutting down), and the caller publishes the task instead.
-    pub fn hand_over(&self, local: LocalTask) -> bool {
+    /// Hands a committed task to its activity worker; gives it back when the worker is
+    /// gone (shutting down), for the caller to publish instead.
+    pub fn hand_over(&self, local: LocalTask) -> Result<(), Box<LocalTask>> {
         match self.queues.get(&local.task.options.task_queue) {
-            Some((_, sender)) => sender.send(local).is_ok(),
-            None => false,
+            Some((_, sender)) => sender.send(local).map_err(|refused| Box::new(refused.0)),
+            None => Err(Box::new(local)),
         }
     }
 }

@@ -13,8 +13,8 @@ use hcpflow_engine::event::Event;
 use hcpflow_engine::history::ActivityTask;
 use hcpflow_engine::{Catalog, HistoryEvent, Seq, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::{
-    AppendBatch, Appended, AttemptClaim, EventStore, LedgerEntry, NewEvent, NewTimer, NewWorkflow,
-    OutboxClaim, OutboxMessage,
+    AppendBatch, Appended, AttemptClaim, ClaimedAttempts, EventStore, LedgerEntry, NewEvent,
+    NewTimer, NewWorkflow, OutboxMessage,
 };
 use hcpflow_protocol::subjects::Subjects;
 use serde_json::Value;
@@ -116,12 +116,6 @@ impl Journal {
         self.eager.get().map(|dispatch| dispatch.claimer.clone())
     }
 
-    /// An outbox row this process dealt with itself (an eager task whose outcome is
-    /// recorded): marked published with the next append, or by the periodic flush.
-    pub fn mark_outbox_done(&self, id: i64) {
-        self.return_published(vec![id], None);
-    }
-
     /// The whole history, decoded for the engine (a long one off the async workers).
     pub async fn load(
         &self,
@@ -159,7 +153,8 @@ impl Journal {
     }
 
     /// The batch that appends `write`, and the activity tasks this process runs itself
-    /// once it commits: those on a task queue it serves with a free slot.
+    /// once it commits: those on a task queue it serves with a free slot. Their messages
+    /// leave the outbox: the batch claims their attempts instead.
     pub(crate) fn batch(
         &self,
         id: &WorkflowId,
@@ -168,15 +163,25 @@ impl Journal {
     ) -> (AppendBatch, Vec<Reserved>) {
         let mut eager = Vec::new();
         if let Some(dispatch) = self.eager.get() {
+            let mut messages: Vec<Option<OutboxMessage>> = std::mem::take(&mut write.messages)
+                .into_iter()
+                .map(Some)
+                .collect();
             for (position, task) in std::mem::take(&mut write.activity_tasks) {
+                let Some(slot) = messages.get_mut(position).filter(|slot| slot.is_some()) else {
+                    continue;
+                };
                 if let Some(permit) = dispatch.reserve(&task.options.task_queue) {
-                    eager.push(Reserved {
-                        position,
-                        task,
-                        permit,
-                    });
+                    if let Some(message) = slot.take() {
+                        eager.push(Reserved {
+                            task,
+                            message,
+                            permit,
+                        });
+                    }
                 }
             }
+            write.messages = messages.into_iter().flatten().collect();
         }
         let mut batch = AppendBatch::new(
             id.clone(),
@@ -195,10 +200,9 @@ impl Journal {
             batch.events_published = published.take_first_run(id);
         }
         if let (Some(dispatch), false) = (self.eager.get(), eager.is_empty()) {
-            batch.claimed_outbox = Some(OutboxClaim {
-                claimer: dispatch.claimer.clone(),
+            batch.claimed_attempts = Some(ClaimedAttempts {
+                runner: dispatch.claimer.clone(),
                 lease: LOCAL_LEASE,
-                rows: eager.iter().map(|reserved| reserved.position).collect(),
                 attempts: eager
                     .iter()
                     .map(|reserved| (reserved.task.scheduled_seq, reserved.task.attempt))

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use async_nats::jetstream;
 use async_nats::jetstream::message::PublishMessage;
 use hcpflow_engine::WorkflowId;
-use hcpflow_eventstore::{Appended, OutboxMessage, OutboxRow, PublishedRange, PublishedRuns};
+use hcpflow_eventstore::{Appended, OutboxMessage, PublishedRange, PublishedRuns};
 
 use crate::runtime::eager::{LocalTask, Reserved};
 use crate::runtime::journal::Journal;
@@ -36,39 +36,31 @@ impl Published {
 
 impl Journal {
     /// Hands the activity tasks this process claimed to its activity workers, then
-    /// publishes what an append committed — its other outbox rows first (the work they
-    /// start waits on them), then its events to the events stream — and remembers what
-    /// NATS acknowledged. A failure is only logged: the relay publishes whatever is left.
+    /// publishes what an append committed — its outbox rows first (the work they start
+    /// waits on them), then its events to the events stream — and remembers what NATS
+    /// acknowledged. A failure is only logged: the relay publishes whatever is left (the
+    /// sweeper, a claimed task no worker took).
     pub async fn publish_appended(&self, appended: &Appended, eager: Vec<Reserved>) {
-        let mut local = vec![false; appended.outbox.len()];
+        // A worker that is gone (shutting down) leaves its task to NATS.
+        let mut unclaimed = Vec::new();
         for reserved in eager {
-            let Some(row) = appended.outbox.get(reserved.position) else {
-                continue;
-            };
-            let task = LocalTask {
-                outbox_id: row.id,
+            let local = LocalTask {
                 task: reserved.task,
+                message: reserved.message,
                 permit: reserved.permit,
             };
-            // A worker that is gone leaves the task to NATS, published below.
-            let handed = self
-                .eager
-                .get()
-                .is_some_and(|dispatch| dispatch.hand_over(task));
-            if let Some(flag) = local.get_mut(reserved.position) {
-                *flag = handed;
-            }
+            let refused = match self.eager.get() {
+                Some(dispatch) => dispatch.hand_over(local).err().map(|refused| *refused),
+                None => Some(local),
+            };
+            unclaimed.extend(refused.map(|local| local.message));
         }
-        let rows: Vec<&OutboxRow> = appended
-            .outbox
-            .iter()
-            .zip(&local)
-            .filter(|(_, local)| !**local)
-            .map(|(row, _)| row)
-            .collect();
+        let unclaimed_count = unclaimed.len();
+        let rows = &appended.outbox;
         let messages: Vec<OutboxMessage> = rows
             .iter()
             .map(|row| row.message.clone())
+            .chain(unclaimed)
             .chain(
                 appended
                     .events
@@ -77,7 +69,8 @@ impl Journal {
             )
             .collect();
         let acked = self.publish_all(&messages).await;
-        let (rows_acked, events) = acked.split_at(rows.len());
+        let (rows_acked, rest) = acked.split_at(rows.len());
+        let events = rest.get(unclaimed_count..).unwrap_or_default();
         let outbox_ids: Vec<i64> = rows
             .iter()
             .zip(rows_acked)
