@@ -20,11 +20,11 @@ use hcpflow_engine::event::{
 use hcpflow_engine::history::{accepts_activity_outcome, awaited_attempt, ActivityTask};
 use hcpflow_engine::{ActivityFailure, Event, Noted, RetryDecision, Seq, Timestamp};
 use hcpflow_eventstore::{AttemptClaim, Claimed, LedgerAction, LedgerEntry, NewTimer, TimerKind};
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::catalog::activities::{ActivityInput, ActivityRegistry, Ledger};
 use crate::runtime::dead_letter::DeadLetters;
-use crate::runtime::eager::{LocalTask, LOCAL_LEASE};
+use crate::runtime::eager::{claim_of, LocalTask, LOCAL_LEASE};
 use crate::runtime::journal::{to_datetime, Journal, Write};
 use crate::runtime::nats::ACK_WAIT;
 use crate::runtime::nats::{serve_tasks, Deliveries};
@@ -104,15 +104,6 @@ fn lost_claim(task: &ActivityTask) -> TaskError {
     }
 }
 
-fn claim_of(task: &ActivityTask, runner: String) -> AttemptClaim {
-    AttemptClaim {
-        workflow_id: task.workflow_id.clone(),
-        scheduled_seq: task.scheduled_seq,
-        attempt: task.attempt,
-        runner,
-    }
-}
-
 impl ActivityWorker {
     /// Runs tasks from NATS and the `local` tasks steps of this process hand over, until
     /// shutdown; then waits for every run in flight.
@@ -140,7 +131,7 @@ impl ActivityWorker {
                 // given up first (one left behind lapses, and the sweeper finds it).
                 local.close();
                 while let Ok(queued) = local.try_recv() {
-                    worker.hand_to_nats(queued).await;
+                    worker.journal.hand_to_nats(queued).await;
                 }
             })
         };
@@ -207,7 +198,7 @@ impl ActivityWorker {
         self.journal.metrics.eager_tasks.inc();
         // The heartbeat ends only when a claim is lost: the attempt is stopped then.
         let outcome = tokio::select! {
-            outcome = self.attempt_guarded(&task, Some(claim.clone())) => outcome,
+            outcome = self.attempt_guarded(&task, Some(claim.clone()), Some(permit)) => outcome,
             _ = &mut beat.0 => Err(lost_claim(&task)),
         };
         drop(beat);
@@ -221,22 +212,6 @@ impl ActivityWorker {
                     tracing::warn!(workflow_id = %task.workflow_id, %error, "publishing a local activity's task failed; the sweeper will");
                 }
             }
-        }
-        drop(permit);
-    }
-
-    /// Gives up a local task this process will not run: its claim is released and its
-    /// task published for any activity worker.
-    async fn hand_to_nats(&self, local: LocalTask) {
-        let Some(claimer) = self.journal.eager_claimer() else {
-            return;
-        };
-        let claim = claim_of(&local.task, claimer);
-        if let Err(error) = self.journal.store.release_attempt_claim(&claim).await {
-            tracing::warn!(workflow_id = %claim.workflow_id, %error, "releasing a local attempt's claim failed; it lapses");
-        }
-        if let Err(error) = self.journal.publish(&local.message).await {
-            tracing::warn!(workflow_id = %claim.workflow_id, %error, "publishing a local activity's task failed; the sweeper will");
         }
     }
 
@@ -347,7 +322,7 @@ impl ActivityWorker {
             })
         });
         tokio::select! {
-            outcome = self.attempt_guarded(task, Some(claim.clone())) => outcome,
+            outcome = self.attempt_guarded(task, Some(claim.clone()), None) => outcome,
             _ = &mut beat.0 => Err(lost_claim(task)),
         }
     }
@@ -388,8 +363,9 @@ impl ActivityWorker {
         &self,
         task: &ActivityTask,
         claim: Option<AttemptClaim>,
+        slot: Option<OwnedSemaphorePermit>,
     ) -> Result<(), TaskError> {
-        let outcome = AssertUnwindSafe(self.attempt(task, claim.clone()))
+        let outcome = AssertUnwindSafe(self.attempt(task, claim.clone(), slot))
             .catch_unwind()
             .await
             .unwrap_or_else(|payload| {
@@ -408,10 +384,16 @@ impl ActivityWorker {
     /// Runs the attempt and records its outcome — once: a second outcome for the same
     /// attempt is dropped. The workflow's next commands are appended in the same write
     /// (this process runs the workflow code; see `step.rs`).
+    ///
+    /// `slot`, the activity worker's slot the attempt runs in, is given back once the
+    /// activity has run: the write that records it may reserve a slot for the next
+    /// activity, and a chain holding two slots at once would fill the worker at half
+    /// its concurrency (its next activities would then go through NATS).
     pub async fn attempt(
         &self,
         task: &ActivityTask,
         claim: Option<AttemptClaim>,
+        slot: Option<OwnedSemaphorePermit>,
     ) -> Result<(), TaskError> {
         let (id, seq) = (task.workflow_id.clone(), task.scheduled_seq);
         let ledger = Ledger::default();
@@ -445,6 +427,7 @@ impl ActivityWorker {
                 }
             }
         };
+        drop(slot);
         self.journal.metrics.activity_tasks.inc();
         self.journal.metrics.activity_time.record(started.elapsed());
         tracing::debug!(workflow_id = %id, seq = %seq, attempt = task.attempt, activity = %task.activity_type, ok = result.is_ok(), "activity attempt ran");

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use hcpflow_engine::history::ActivityTask;
-use hcpflow_eventstore::OutboxMessage;
+use hcpflow_eventstore::{AttemptClaim, OutboxMessage};
 
 /// How long a local run holds its attempt's claim without extending it (it extends it
 /// every third of this): how long a crashed process's eager task waits for the sweeper.
@@ -85,5 +85,15 @@ impl EagerDispatch {
             Some((_, sender)) => sender.send(local).map_err(|refused| Box::new(refused.0)),
             None => Err(Box::new(local)),
         }
+    }
+}
+
+/// The claim `runner` holds (or takes) on `task`'s attempt.
+pub fn claim_of(task: &ActivityTask, runner: String) -> AttemptClaim {
+    AttemptClaim {
+        workflow_id: task.workflow_id.clone(),
+        scheduled_seq: task.scheduled_seq,
+        attempt: task.attempt,
+        runner,
     }
 }

@@ -12,7 +12,7 @@ use async_nats::jetstream::message::PublishMessage;
 use hcpflow_engine::WorkflowId;
 use hcpflow_eventstore::{Appended, OutboxMessage, PublishedRange, PublishedRuns};
 
-use crate::runtime::eager::{LocalTask, Reserved};
+use crate::runtime::eager::{claim_of, LocalTask, Reserved};
 use crate::runtime::journal::Journal;
 
 /// What this process published and has not marked yet.
@@ -41,8 +41,6 @@ impl Journal {
     /// acknowledged. A failure is only logged: the relay publishes whatever is left (the
     /// sweeper, a claimed task no worker took).
     pub async fn publish_appended(&self, appended: &Appended, eager: Vec<Reserved>) {
-        // A worker that is gone (shutting down) leaves its task to NATS.
-        let mut unclaimed = Vec::new();
         for reserved in eager {
             let local = LocalTask {
                 task: reserved.task,
@@ -53,14 +51,15 @@ impl Journal {
                 Some(dispatch) => dispatch.hand_over(local).err().map(|refused| *refused),
                 None => Some(local),
             };
-            unclaimed.extend(refused.map(|local| local.message));
+            // A worker that is gone (shutting down) leaves its task to NATS.
+            if let Some(local) = refused {
+                self.hand_to_nats(local).await;
+            }
         }
-        let unclaimed_count = unclaimed.len();
         let rows = &appended.outbox;
         let messages: Vec<OutboxMessage> = rows
             .iter()
             .map(|row| row.message.clone())
-            .chain(unclaimed)
             .chain(
                 appended
                     .events
@@ -69,8 +68,7 @@ impl Journal {
             )
             .collect();
         let acked = self.publish_all(&messages).await;
-        let (rows_acked, rest) = acked.split_at(rows.len());
-        let events = rest.get(unclaimed_count..).unwrap_or_default();
+        let (rows_acked, events) = acked.split_at(rows.len());
         let outbox_ids: Vec<i64> = rows
             .iter()
             .zip(rows_acked)
@@ -94,6 +92,22 @@ impl Journal {
             (appended.events_range_refused, appended.events.first())
         {
             self.return_published(Vec::new(), Some((first.workflow_id.clone(), refused)));
+        }
+    }
+
+    /// Gives up an activity task this process claimed but will not run (it is stopping):
+    /// the attempt's claim is released and the task published for any activity worker.
+    /// Should either fail, the claim lapses and the sweeper publishes the task.
+    pub async fn hand_to_nats(&self, local: LocalTask) {
+        let workflow_id = &local.task.workflow_id;
+        if let Some(runner) = self.eager_claimer() {
+            let claim = claim_of(&local.task, runner);
+            if let Err(error) = self.store.release_attempt_claim(&claim).await {
+                tracing::warn!(%workflow_id, %error, "releasing a local attempt's claim failed; it lapses");
+            }
+        }
+        if let Err(error) = self.publish(&local.message).await {
+            tracing::warn!(%workflow_id, %error, "publishing a local activity's task failed; the sweeper will");
         }
     }
 
