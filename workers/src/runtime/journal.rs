@@ -14,13 +14,13 @@ use hcpflow_engine::history::ActivityTask;
 use hcpflow_engine::{Catalog, HistoryEvent, Seq, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::{
     AppendBatch, Appended, AttemptClaim, ClaimedAttempts, EventStore, LedgerEntry, NewEvent,
-    NewTimer, NewWorkflow, OutboxMessage,
+    NewTimer, NewWorkflow, OutboxMessage, WorkflowSummary,
 };
 use hcpflow_protocol::subjects::Subjects;
 use serde_json::Value;
 
 use crate::runtime::eager::{EagerDispatch, Reserved, LOCAL_LEASE};
-use crate::runtime::history_cache::HistoryCache;
+use crate::runtime::history_cache::{CachedHistory, HistoryCache};
 use crate::runtime::metrics::Metrics;
 use crate::runtime::outgoing::Outgoing;
 use crate::runtime::publish::Published;
@@ -148,8 +148,45 @@ impl Journal {
                 return Err(error);
             }
         };
+        self.keep_created(workflow, id, &appended, recorded_at);
         self.publish_appended(&appended, eager).await;
         Ok(appended)
+    }
+
+    /// Caches a new workflow's history for its first step, as a step caches the history
+    /// it appended to: the first outcome then needs no read of what was just written.
+    fn keep_created(
+        &self,
+        workflow: &NewWorkflow,
+        id: &WorkflowId,
+        appended: &Appended,
+        created_at: chrono::DateTime<chrono::Utc>,
+    ) {
+        let Ok(history) = appended
+            .events
+            .iter()
+            .map(|event| event.to_history_event())
+            .collect::<Result<Vec<_>, _>>()
+        else {
+            return;
+        };
+        let summary = WorkflowSummary {
+            workflow_id: id.clone(),
+            workflow_type: workflow.workflow_type.clone(),
+            status: appended.status.unwrap_or(workflow.status),
+            concurrency_key: workflow.concurrency_key.clone(),
+            parent_id: workflow.parent_id.clone(),
+            next_seq: appended.next_seq,
+            head_hash: appended.head_hash,
+            created_at,
+            updated_at: created_at,
+            input_digest: workflow.input_digest.clone(),
+            output: None,
+            error: None,
+            blocked_reason: None,
+            tenant: appended.tenant.clone(),
+        };
+        self.keep_history(CachedHistory { summary, history }, appended);
     }
 
     /// The batch that appends `write`, and the activity tasks this process runs itself

@@ -194,8 +194,8 @@ impl Journal {
         })
     }
 
-    /// Caches the history an append extended, unless the workflow ended.
-    fn keep_history(&self, mut seen: CachedHistory, appended: &Appended) {
+    /// Caches the history an append extended, unless the workflow ended or waits.
+    pub(crate) fn keep_history(&self, mut seen: CachedHistory, appended: &Appended) {
         let status = appended.status.unwrap_or(seen.summary.status);
         if status.is_terminal() || status == WorkflowStatus::Pending {
             return;
