@@ -10,6 +10,9 @@
 -- still open for them: the live ones, and ended ones whose events or signature are
 -- still to come. Each set is as large as the work in flight, not the whole log, and
 -- its index names only a flag that no step changes until the workflow ends.
+-- Room on each page for the next version of its rows (first: the columns added below
+-- rewrite the table, which then leaves that room on every page).
+ALTER TABLE workflows SET (fillfactor = 80);
 ALTER TABLE workflows ADD COLUMN events_open boolean NOT NULL GENERATED ALWAYS AS (
     status NOT IN ('completed', 'compensated', 'cancelled', 'failed')
     OR (events_subject IS NOT NULL AND events_published_seq < next_seq - 1)
@@ -27,6 +30,3 @@ CREATE INDEX workflows_events_open_idx ON workflows (workflow_id) WHERE events_o
 -- The checkpointer's scan (without an audit key nothing signs, and it holds every
 -- workflow, as the index it replaces did; only the checkpointer reads it).
 CREATE INDEX workflows_signature_open_idx ON workflows (workflow_id) WHERE signature_open;
-
--- Room on each page for the next version of its rows.
-ALTER TABLE workflows SET (fillfactor = 80);

@@ -97,22 +97,42 @@ impl EventStore {
     }
 
     /// Live workflows of one deployment (their events go to `events_prefix`) with an
-    /// attempt whose claim ran out since the workflow last changed: its runner died or
-    /// gave up. The task of an attempt a process ran itself (eager dispatch) is in no
-    /// outbox row and was never on NATS, so nothing else brings it back; the sweeper
-    /// publishes these workflows' pending work without waiting for them to be idle.
-    /// Sweeping one touches it, which takes it off this list until a lease runs out
-    /// again.
-    pub async fn lapsed_claims(&self, events_prefix: &str, limit: u32) -> Result<Vec<WorkflowId>> {
+    /// attempt whose claim lapsed: its runner died or gave up. The task of an attempt a
+    /// process ran itself (eager dispatch) is in no outbox row and was never on NATS,
+    /// so nothing else brings it back; the sweeper publishes these workflows' pending
+    /// work without waiting for them to be idle.
+    ///
+    /// Each lapse is returned once, to one caller (the claims are marked swept as they
+    /// are taken), and again after `resweep` if no runner has taken the claim over by
+    /// then (the publish may have failed). Whatever else moves the workflow meanwhile
+    /// — a sibling activity's steps, timers, signals — does not hide it.
+    pub async fn sweep_lapsed_claims(
+        &self,
+        events_prefix: &str,
+        resweep: Duration,
+        limit: u32,
+    ) -> Result<Vec<WorkflowId>> {
         let ids: Vec<String> = sqlx::query_scalar(
-            "SELECT DISTINCT w.workflow_id
-               FROM attempt_claims c JOIN workflows w ON w.workflow_id = c.workflow_id
-              WHERE c.lease_until < now() AND w.updated_at < c.lease_until
-                AND w.events_open AND w.status IN ('running', 'compensating')
-                AND left(w.events_subject, length($1)) = $1
-              LIMIT $2",
+            "WITH lapsed AS (
+                 SELECT c.workflow_id, c.scheduled_seq, c.attempt
+                   FROM attempt_claims c JOIN workflows w ON w.workflow_id = c.workflow_id
+                  WHERE c.lease_until < now()
+                    AND (c.swept_at IS NULL OR c.swept_at < c.lease_until
+                         OR c.swept_at < now() - make_interval(secs => $2))
+                    AND w.events_open AND w.status IN ('running', 'compensating')
+                    AND left(w.events_subject, length($1)) = $1
+                  LIMIT $3
+                    FOR UPDATE OF c SKIP LOCKED),
+             swept AS (
+                 UPDATE attempt_claims c SET swept_at = now()
+                   FROM lapsed l
+                  WHERE c.workflow_id = l.workflow_id AND c.scheduled_seq = l.scheduled_seq
+                    AND c.attempt = l.attempt
+                 RETURNING c.workflow_id)
+             SELECT DISTINCT workflow_id FROM swept",
         )
         .bind(events_prefix)
+        .bind(resweep.as_secs_f64())
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;

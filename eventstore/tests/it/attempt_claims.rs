@@ -84,7 +84,7 @@ async fn one_runner_holds_an_attempt_and_only_it_records_the_outcome() {
 /// An attempt the appending process runs itself is claimed in the append's statement,
 /// with no outbox row: no other runner takes it while the claim holds. A runner that
 /// dies stops extending the claim; once it lapses the sweeper is shown the workflow,
-/// until sweeping it touches the workflow.
+/// once per lapse.
 #[tokio::test]
 async fn an_eager_attempt_is_claimed_in_its_append_and_shown_to_the_sweeper_once_it_lapses() {
     let Some((_, store)) =
@@ -118,25 +118,61 @@ async fn an_eager_attempt_is_claimed_in_its_append_and_shown_to_the_sweeper_once
         .extend_attempt_claim(&claim(&id, "eager-runner"), Duration::from_millis(1500))
         .await
         .unwrap());
-    assert!(store.lapsed_claims(&prefix, 10).await.unwrap().is_empty());
+    let resweep = Duration::from_secs(60);
+    assert!(store
+        .sweep_lapsed_claims(&prefix, resweep, 10)
+        .await
+        .unwrap()
+        .is_empty());
 
-    // The runner dies: nobody extends the claim.
+    // The runner dies: nobody extends the claim. Whatever else moves the workflow
+    // meanwhile (a sibling's step), the lapse is shown once.
     tokio::time::sleep(Duration::from_millis(1700)).await;
-    assert_eq!(
-        store.lapsed_claims(&prefix, 10).await.unwrap(),
-        vec![id.clone()]
-    );
     store.touch(&id).await.unwrap();
-    assert!(
-        store.lapsed_claims(&prefix, 10).await.unwrap().is_empty(),
-        "a swept workflow is not shown again until a claim lapses again"
-    );
-    // The runner the sweeper's task reaches takes the attempt over.
     assert_eq!(
         store
-            .claim_attempt(&claim(&id, "nats-runner"), Duration::from_secs(1))
+            .sweep_lapsed_claims(&prefix, resweep, 10)
+            .await
+            .unwrap(),
+        vec![id.clone()]
+    );
+    assert!(
+        store
+            .sweep_lapsed_claims(&prefix, resweep, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "a lapse is swept once"
+    );
+    // Nobody took it over: shown again after `resweep`.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        store
+            .sweep_lapsed_claims(&prefix, Duration::from_millis(200), 10)
+            .await
+            .unwrap(),
+        vec![id.clone()]
+    );
+    // The runner the sweeper's task reaches takes the attempt over; should it die
+    // too, its lapse is a new one.
+    assert_eq!(
+        store
+            .claim_attempt(&claim(&id, "nats-runner"), Duration::from_millis(300))
             .await
             .unwrap(),
         Claimed::Taken
+    );
+    assert!(store
+        .sweep_lapsed_claims(&prefix, resweep, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        store
+            .sweep_lapsed_claims(&prefix, resweep, 10)
+            .await
+            .unwrap(),
+        vec![id.clone()]
     );
 }

@@ -118,21 +118,27 @@ impl ActivityWorker {
             let worker = self.clone();
             let mut shutdown = shutdown.clone();
             tokio::spawn(async move {
+                let mut running = tokio::task::JoinSet::new();
                 loop {
                     let task = tokio::select! {
                         _ = shutdown.changed() => break,
+                        Some(_) = running.join_next(), if !running.is_empty() => continue,
                         task = local.recv() => task,
                     };
                     let Some(task) = task else { break };
                     let worker = worker.clone();
-                    tokio::spawn(async move { worker.handle_local(task).await });
+                    running.spawn(async move { worker.handle_local(task).await });
                 }
-                // Tasks still queued go to NATS for another process, their claims
-                // given up first (one left behind lapses, and the sweeper finds it).
+                // Tasks still queued go to NATS for another process; the runs in flight
+                // finish and record their outcomes, as the tasks from NATS do.
                 local.close();
                 while let Ok(queued) = local.try_recv() {
-                    worker.journal.hand_to_nats(queued).await;
+                    worker
+                        .journal
+                        .hand_to_nats(&queued.task, &queued.message)
+                        .await;
                 }
+                while running.join_next().await.is_some() {}
             })
         };
         let slots = (self.slots.clone(), self.concurrency);
@@ -152,14 +158,16 @@ impl ActivityWorker {
             },
         )
         .await;
-        eager.abort();
+        if let Err(error) = eager.await {
+            tracing::warn!(%error, "the runner of local activities ended abnormally");
+        }
         served
     }
 
     /// Runs a task a step of this process claimed for itself: the claim on its attempt
     /// is extended while the attempt runs and ends with the append that records the
-    /// outcome. If recording fails, the claim is given up and the task is published for
-    /// another runner (should that fail too, the sweeper finds the attempt).
+    /// outcome. If recording fails, the task is published for another runner, then the
+    /// claim given up (should the publish fail, the sweeper finds the lapsed claim).
     async fn handle_local(&self, local: LocalTask) {
         let LocalTask {
             task,
@@ -207,10 +215,7 @@ impl ActivityWorker {
             Ok(()) | Err(TaskError::LostClaim { .. }) => {}
             Err(error) => {
                 tracing::warn!(workflow_id = %task.workflow_id, seq = task.scheduled_seq.get(), %error, "recording a local activity failed; its task goes to NATS");
-                // The attempt's claim was given up by `attempt_guarded`.
-                if let Err(error) = self.journal.publish(&message).await {
-                    tracing::warn!(workflow_id = %task.workflow_id, %error, "publishing a local activity's task failed; the sweeper will");
-                }
+                self.journal.hand_to_nats(&task, &message).await;
             }
         }
     }
@@ -321,10 +326,19 @@ impl ActivityWorker {
                 }
             })
         });
-        tokio::select! {
+        let outcome = tokio::select! {
             outcome = self.attempt_guarded(task, Some(claim.clone()), None) => outcome,
             _ = &mut beat.0 => Err(lost_claim(task)),
+        };
+        // Not recorded (a store error, a panic): the retry takes the attempt at once
+        // rather than wait out this runner's lease. A lost claim is another runner's.
+        if outcome
+            .as_ref()
+            .is_err_and(|error| !matches!(error, TaskError::LostClaim { .. }))
+        {
+            self.release(claim).await;
         }
+        outcome
     }
 
     /// Gives up a claim this runner will not use; a failure only means the next runner
@@ -365,20 +379,10 @@ impl ActivityWorker {
         claim: Option<AttemptClaim>,
         slot: Option<OwnedSemaphorePermit>,
     ) -> Result<(), TaskError> {
-        let outcome = AssertUnwindSafe(self.attempt(task, claim.clone(), slot))
+        AssertUnwindSafe(self.attempt(task, claim, slot))
             .catch_unwind()
             .await
-            .unwrap_or_else(|payload| {
-                Err(TaskError::panicked(&task.workflow_id, payload.as_ref()))
-            });
-        // Not recorded (a store error, a panic): the retry takes the attempt at once
-        // rather than wait out this runner's lease. A lost claim is another runner's.
-        if let (Err(error), Some(claim)) = (&outcome, &claim) {
-            if !matches!(error, TaskError::LostClaim { .. }) {
-                self.release(claim).await;
-            }
-        }
-        outcome
+            .unwrap_or_else(|payload| Err(TaskError::panicked(&task.workflow_id, payload.as_ref())))
     }
 
     /// Runs the attempt and records its outcome — once: a second outcome for the same

@@ -98,11 +98,12 @@ impl Sweeper {
     }
 
     /// Publishes the pending work of the live workflows that have an attempt whose
-    /// claim lapsed (its runner died), and of those idle for `idle`.
+    /// claim lapsed (its runner died; again after `idle` if nobody took it over), and
+    /// of those idle for `idle`.
     pub async fn sweep(&self) -> anyhow::Result<usize> {
         let store = &self.journal.store;
         let prefix = self.events_prefix();
-        let mut ids = store.lapsed_claims(&prefix, 200).await?;
+        let mut ids = store.sweep_lapsed_claims(&prefix, self.idle, 200).await?;
         for id in store.idle_live_workflows(&prefix, self.idle, 200).await? {
             if !ids.contains(&id) {
                 ids.push(id);

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use async_nats::jetstream;
 use async_nats::jetstream::message::PublishMessage;
+use hcpflow_engine::history::ActivityTask;
 use hcpflow_engine::WorkflowId;
 use hcpflow_eventstore::{Appended, OutboxMessage, PublishedRange, PublishedRuns};
 
@@ -53,7 +54,7 @@ impl Journal {
             };
             // A worker that is gone (shutting down) leaves its task to NATS.
             if let Some(local) = refused {
-                self.hand_to_nats(local).await;
+                self.hand_to_nats(&local.task, &local.message).await;
             }
         }
         let rows = &appended.outbox;
@@ -95,19 +96,22 @@ impl Journal {
         }
     }
 
-    /// Gives up an activity task this process claimed but will not run (it is stopping):
-    /// the attempt's claim is released and the task published for any activity worker.
-    /// Should either fail, the claim lapses and the sweeper publishes the task.
-    pub async fn hand_to_nats(&self, local: LocalTask) {
-        let workflow_id = &local.task.workflow_id;
+    /// Gives up an activity task this process claimed for itself (it is stopping, or
+    /// could not record the outcome): the task is published for any activity worker,
+    /// then the attempt's claim released. In that order: should the publish fail or the
+    /// process die before the release, the claim lapses and the sweeper publishes the
+    /// task; a runner that gets it meanwhile waits for the claim.
+    pub async fn hand_to_nats(&self, task: &ActivityTask, message: &OutboxMessage) {
+        let workflow_id = &task.workflow_id;
+        if let Err(error) = self.publish(message).await {
+            tracing::warn!(%workflow_id, %error, "publishing a local activity's task failed; the sweeper will once its claim lapses");
+            return;
+        }
         if let Some(runner) = self.eager_claimer() {
-            let claim = claim_of(&local.task, runner);
+            let claim = claim_of(task, runner);
             if let Err(error) = self.store.release_attempt_claim(&claim).await {
                 tracing::warn!(%workflow_id, %error, "releasing a local attempt's claim failed; it lapses");
             }
-        }
-        if let Err(error) = self.publish(&local.message).await {
-            tracing::warn!(%workflow_id, %error, "publishing a local activity's task failed; the sweeper will");
         }
     }
 
