@@ -276,10 +276,26 @@ fn read_text(path: &Path, what: &str) -> anyhow::Result<String> {
 mod tests {
     use super::*;
 
-    fn temp_dir(name: &str) -> PathBuf {
+    /// A directory of one test's own, removed when the test ends, pass or fail.
+    struct TempDir(PathBuf);
+
+    impl std::ops::Deref for TempDir {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn temp_dir(name: &str) -> TempDir {
         let dir = std::env::temp_dir().join(format!("hcpflow-spec-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        dir
+        TempDir(dir)
     }
 
     #[test]
@@ -317,8 +333,7 @@ mod tests {
 
     #[test]
     fn a_pull_secret_flag_replaces_the_files_in_whichever_form() {
-        let dir = std::env::temp_dir().join(format!("hcpflow-ref-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = temp_dir("ref");
         std::fs::write(
             dir.join("cluster.yaml"),
             "name: demo\npull_secret: inline\n",
@@ -354,7 +369,6 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("NAMESPACE/NAME"));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -27,7 +27,7 @@ use crate::runtime::dead_letter::DeadLetters;
 use crate::runtime::eager::{claim_of, LocalTask, LOCAL_LEASE};
 use crate::runtime::journal::{to_datetime, Journal, Write};
 use crate::runtime::nats::ACK_WAIT;
-use crate::runtime::nats::{serve_tasks, Deliveries};
+use crate::runtime::nats::{serve_tasks, Deliveries, SHUTDOWN_GRACE};
 use crate::runtime::task_error::{settle, TaskError};
 use hcpflow_protocol::ActivityTaskMessage;
 
@@ -130,7 +130,9 @@ impl ActivityWorker {
                     running.spawn(async move { worker.handle_local(task).await });
                 }
                 // Tasks still queued go to NATS for another process; the runs in flight
-                // finish and record their outcomes, as the tasks from NATS do.
+                // finish and record their outcomes within the deadline the tasks from
+                // NATS have (one still running then is dropped: its claim lapses, and
+                // the sweeper publishes its task).
                 local.close();
                 while let Ok(queued) = local.try_recv() {
                     worker
@@ -138,7 +140,16 @@ impl ActivityWorker {
                         .hand_to_nats(&queued.task, &queued.message)
                         .await;
                 }
-                while running.join_next().await.is_some() {}
+                let finished = async { while running.join_next().await.is_some() {} };
+                if tokio::time::timeout(SHUTDOWN_GRACE, finished)
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!(
+                        running = running.len(),
+                        "local activities still running at the shutdown deadline are left to other workers"
+                    );
+                }
             })
         };
         let slots = (self.slots.clone(), self.concurrency);

@@ -364,6 +364,7 @@ async fn a_restart_with_a_state_file_keeps_the_objects() {
     };
     assert!(rv(&made) > rv(&before));
     emu.stop();
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Secrets as the API server checks them (pkg/apis/core/validation: `ValidateSecret`,

@@ -162,4 +162,5 @@ async fn kubectl_applies_waits_scales_and_deletes() {
         assert!(!ok && text.contains("NotFound"), "{text}");
     });
     emu.stop();
+    let _ = std::fs::remove_dir_all(&dir);
 }
