@@ -13,6 +13,7 @@ use sqlx::PgConnection;
 use crate::attempt_claims::AttemptClaim;
 use crate::error::{is_claim_lost, is_division_by_zero, is_unique_violation, Error, Result};
 use crate::group::statement::Verdict;
+use crate::index::stored_workflow_id;
 use crate::ledger::{self, LedgerEntry};
 use crate::outbox::{OutboxMessage, OutboxRow};
 use crate::published::PublishedRange;
@@ -396,11 +397,7 @@ async fn promote_next(conn: &mut PgConnection, key: &str) -> Result<Option<Workf
     .bind(key)
     .fetch_optional(&mut *conn)
     .await?;
-    promoted
-        .map(|id| {
-            WorkflowId::new(id).map_err(|e| Error::InvalidInput(format!("stored workflow id: {e}")))
-        })
-        .transpose()
+    promoted.map(stored_workflow_id).transpose()
 }
 
 /// Writes one batch with the single append statement ([`write_batch`]): what it wrote

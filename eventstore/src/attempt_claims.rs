@@ -12,6 +12,7 @@ use std::time::Duration;
 use hcpflow_engine::{Seq, WorkflowId};
 
 use crate::error::{Error, Result};
+use crate::index::stored_workflow_id;
 use crate::store::EventStore;
 use crate::timers::to_i64;
 
@@ -136,12 +137,7 @@ impl EventStore {
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
-        ids.into_iter()
-            .map(|id| {
-                WorkflowId::new(id)
-                    .map_err(|e| Error::InvalidInput(format!("stored workflow id: {e}")))
-            })
-            .collect()
+        ids.into_iter().map(stored_workflow_id).collect()
     }
 
     /// Gives the claim up (the runner could not record its outcome): another runner may

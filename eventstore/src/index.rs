@@ -199,12 +199,7 @@ impl EventStore {
         .bind(events_prefix)
         .fetch_all(&self.pool)
         .await?;
-        ids.into_iter()
-            .map(|id| {
-                WorkflowId::new(id)
-                    .map_err(|e| Error::InvalidInput(format!("stored workflow id: {e}")))
-            })
-            .collect()
+        ids.into_iter().map(stored_workflow_id).collect()
     }
 
     /// Touches a live workflow's `updated_at`, so the sweeper leaves it alone for a while.
@@ -324,4 +319,9 @@ pub(crate) fn to_summary(row: IndexRow) -> Result<WorkflowSummary> {
         blocked_reason,
         tenant: TenantId::new(tenant).map_err(|e| corrupt(e.to_string()))?,
     })
+}
+
+/// A workflow id read from a table: one that does not parse is refused, not trusted.
+pub(crate) fn stored_workflow_id(id: String) -> Result<WorkflowId> {
+    WorkflowId::new(id).map_err(|e| Error::InvalidInput(format!("stored workflow id: {e}")))
 }

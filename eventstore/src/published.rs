@@ -16,8 +16,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use hcpflow_engine::{Seq, WorkflowId};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::history::{to_event, EventRow};
+use crate::index::stored_workflow_id;
 use crate::record::StoredEvent;
 use crate::store::EventStore;
 use crate::timers::to_i64;
@@ -119,13 +120,7 @@ impl EventStore {
         .bind(&lasts)
         .fetch_all(&self.pool)
         .await?;
-        pending
-            .into_iter()
-            .map(|id| {
-                WorkflowId::new(id)
-                    .map_err(|e| Error::InvalidInput(format!("stored workflow id: {e}")))
-            })
-            .collect()
+        pending.into_iter().map(stored_workflow_id).collect()
     }
 
     /// Up to `limit` events above their workflow's mark, of workflows whose last change
@@ -161,8 +156,7 @@ impl EventStore {
         for (workflow_id, subject, changed, seq, event_type, recorded_at, body, prev_hash, hash) in
             rows
         {
-            let id = WorkflowId::new(workflow_id)
-                .map_err(|e| Error::InvalidInput(format!("stored workflow id: {e}")))?;
+            let id = stored_workflow_id(workflow_id)?;
             let row: EventRow = (seq, event_type, recorded_at, body, prev_hash, hash);
             unpublished.events.push((subject, to_event(&id, row)?));
             unpublished.oldest_change = Some(
