@@ -74,7 +74,7 @@ pub struct AppendBatch {
 /// through NATS (eager dispatch): claimed for `runner` under `lease` as the batch is
 /// written, so that no other runner runs them meanwhile. Their tasks get no outbox row.
 /// The runner extends the lease while it works; one that dies stops, and once the lease
-/// has run out the sweeper finds the attempt ([`EventStore::lapsed_claims`]) and
+/// has run out the sweeper finds the attempt ([`EventStore::sweep_lapsed_claims`]) and
 /// publishes its task from the history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimedAttempts {

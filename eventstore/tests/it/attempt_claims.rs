@@ -119,40 +119,26 @@ async fn an_eager_attempt_is_claimed_in_its_append_and_shown_to_the_sweeper_once
         .await
         .unwrap());
     let resweep = Duration::from_secs(60);
-    assert!(store
-        .sweep_lapsed_claims(&prefix, resweep, 10)
-        .await
-        .unwrap()
-        .is_empty());
+    let sweep = |resweep: Duration| {
+        let (store, prefix) = (&store, &prefix);
+        async move {
+            store
+                .sweep_lapsed_claims(prefix, resweep, 10)
+                .await
+                .unwrap()
+        }
+    };
+    assert!(sweep(resweep).await.is_empty());
 
     // The runner dies: nobody extends the claim. Whatever else moves the workflow
     // meanwhile (a sibling's step), the lapse is shown once.
     tokio::time::sleep(Duration::from_millis(1700)).await;
     store.touch(&id).await.unwrap();
-    assert_eq!(
-        store
-            .sweep_lapsed_claims(&prefix, resweep, 10)
-            .await
-            .unwrap(),
-        vec![id.clone()]
-    );
-    assert!(
-        store
-            .sweep_lapsed_claims(&prefix, resweep, 10)
-            .await
-            .unwrap()
-            .is_empty(),
-        "a lapse is swept once"
-    );
+    assert_eq!(sweep(resweep).await, vec![id.clone()]);
+    assert!(sweep(resweep).await.is_empty(), "a lapse is swept once");
     // Nobody took it over: shown again after `resweep`.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(
-        store
-            .sweep_lapsed_claims(&prefix, Duration::from_millis(200), 10)
-            .await
-            .unwrap(),
-        vec![id.clone()]
-    );
+    assert_eq!(sweep(Duration::from_millis(200)).await, vec![id.clone()]);
     // The runner the sweeper's task reaches takes the attempt over; should it die
     // too, its lapse is a new one.
     assert_eq!(
@@ -162,17 +148,7 @@ async fn an_eager_attempt_is_claimed_in_its_append_and_shown_to_the_sweeper_once
             .unwrap(),
         Claimed::Taken
     );
-    assert!(store
-        .sweep_lapsed_claims(&prefix, resweep, 10)
-        .await
-        .unwrap()
-        .is_empty());
+    assert!(sweep(resweep).await.is_empty());
     tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(
-        store
-            .sweep_lapsed_claims(&prefix, resweep, 10)
-            .await
-            .unwrap(),
-        vec![id.clone()]
-    );
+    assert_eq!(sweep(resweep).await, vec![id.clone()]);
 }

@@ -21,22 +21,14 @@ use hcpflow_eventstore::{AttemptClaim, OutboxMessage};
 /// every third of this): how long a crashed process's eager task waits for the sweeper.
 pub const LOCAL_LEASE: Duration = Duration::from_secs(15);
 
-/// An activity task a step of this process dispatched to itself.
+/// An activity task a step of this process runs itself: its slot is reserved while the
+/// step decides, and the task handed to the activity worker once the step commits.
 #[derive(Debug)]
 pub struct LocalTask {
     pub task: ActivityTask,
     /// The task's NATS message, published when this process cannot run or record it.
     pub message: OutboxMessage,
     /// The activity worker's slot it runs in.
-    pub permit: OwnedSemaphorePermit,
-}
-
-/// A slot reserved while a step decides, before its commit.
-#[derive(Debug)]
-pub struct Reserved {
-    pub task: ActivityTask,
-    /// The task's message, taken out of the step's outbox.
-    pub message: OutboxMessage,
     pub permit: OwnedSemaphorePermit,
 }
 

@@ -4,7 +4,8 @@
 //! One concept a file: appending is here; what a step decides is `decide.rs` (pure);
 //! the messages are built in `outgoing.rs` (pure); publishing them after the commit,
 //! and marking what NATS acknowledged, is `publish.rs`. A crash between commit and
-//! publish leaves rows and events that the relay finds.
+//! publish leaves rows and events that the relay finds, and claims on the activities
+//! this process was to run itself that the sweeper finds once they lapse.
 
 use std::sync::{Arc, Mutex};
 
@@ -19,7 +20,7 @@ use hcpflow_eventstore::{
 use hcpflow_protocol::subjects::Subjects;
 use serde_json::Value;
 
-use crate::runtime::eager::{EagerDispatch, Reserved, LOCAL_LEASE};
+use crate::runtime::eager::{EagerDispatch, LocalTask, LOCAL_LEASE};
 use crate::runtime::history_cache::{CachedHistory, HistoryCache};
 use crate::runtime::metrics::Metrics;
 use crate::runtime::outgoing::Outgoing;
@@ -197,7 +198,7 @@ impl Journal {
         id: &WorkflowId,
         expected: Seq,
         mut write: Write,
-    ) -> (AppendBatch, Vec<Reserved>) {
+    ) -> (AppendBatch, Vec<LocalTask>) {
         let mut eager = Vec::new();
         if let Some(dispatch) = self.eager.get() {
             let mut messages: Vec<Option<OutboxMessage>> = std::mem::take(&mut write.messages)
@@ -210,7 +211,7 @@ impl Journal {
                 };
                 if let Some(permit) = dispatch.reserve(&task.options.task_queue) {
                     if let Some(message) = slot.take() {
-                        eager.push(Reserved {
+                        eager.push(LocalTask {
                             task,
                             message,
                             permit,
@@ -242,7 +243,7 @@ impl Journal {
                 lease: LOCAL_LEASE,
                 attempts: eager
                     .iter()
-                    .map(|reserved| (reserved.task.scheduled_seq, reserved.task.attempt))
+                    .map(|local| (local.task.scheduled_seq, local.task.attempt))
                     .collect(),
             });
         }

@@ -13,7 +13,7 @@ use hcpflow_engine::history::ActivityTask;
 use hcpflow_engine::WorkflowId;
 use hcpflow_eventstore::{Appended, OutboxMessage, PublishedRange, PublishedRuns};
 
-use crate::runtime::eager::{claim_of, LocalTask, Reserved};
+use crate::runtime::eager::{claim_of, LocalTask};
 use crate::runtime::journal::Journal;
 
 /// What this process published and has not marked yet.
@@ -39,15 +39,9 @@ impl Journal {
     /// Hands the activity tasks this process claimed to its activity workers, then
     /// publishes what an append committed — its outbox rows first (the work they start
     /// waits on them), then its events to the events stream — and remembers what NATS
-    /// acknowledged. A failure is only logged: the relay publishes whatever is left (the
-    /// sweeper, a claimed task no worker took).
-    pub async fn publish_appended(&self, appended: &Appended, eager: Vec<Reserved>) {
-        for reserved in eager {
-            let local = LocalTask {
-                task: reserved.task,
-                message: reserved.message,
-                permit: reserved.permit,
-            };
+    /// acknowledged. A failure is only logged: the relay publishes whatever is left.
+    pub async fn publish_appended(&self, appended: &Appended, eager: Vec<LocalTask>) {
+        for local in eager {
             let refused = match self.eager.get() {
                 Some(dispatch) => dispatch.hand_over(local).err().map(|refused| *refused),
                 None => Some(local),

@@ -15,7 +15,7 @@ use hcpflow_eventstore::{
 };
 
 use crate::runtime::decide::{Decider, Step};
-use crate::runtime::eager::Reserved;
+use crate::runtime::eager::LocalTask;
 use crate::runtime::history_cache::CachedHistory;
 use crate::runtime::journal::{to_datetime, Journal, Write};
 
@@ -38,7 +38,7 @@ struct Decision {
     /// kept for the next step when the append succeeds.
     seen: Option<CachedHistory>,
     /// Activity tasks this process runs itself once the append commits.
-    eager: Vec<Reserved>,
+    eager: Vec<LocalTask>,
 }
 
 impl Decision {
@@ -212,7 +212,7 @@ impl Journal {
 
     /// Publishes what the append wrote (runs here what it claimed) and wakes a
     /// workflow it promoted.
-    pub async fn after_commit(&self, appended: &Appended, eager: Vec<Reserved>) {
+    pub async fn after_commit(&self, appended: &Appended, eager: Vec<LocalTask>) {
         self.publish_appended(appended, eager).await;
         if let Some(promoted) = &appended.promoted {
             let wake = self.outgoing.workflow_task(promoted, Seq::FIRST);
