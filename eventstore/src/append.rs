@@ -5,6 +5,8 @@
 //! is written, so it can reload the history and try again. The unique key on
 //! (workflow id, seq) is the final arbiter: a unique violation is a conflict.
 
+use std::sync::OnceLock;
+
 use chrono::Utc;
 use hcpflow_engine::{ChainHash, Seq, TenantId, WorkflowId, WorkflowStatus};
 use serde_json::Value;
@@ -18,6 +20,7 @@ use crate::ledger::{self, LedgerEntry};
 use crate::outbox::{OutboxMessage, OutboxRow};
 use crate::published::PublishedRange;
 use crate::record::{envelope_bytes, store_precision, NewEvent, StoredEvent};
+use crate::shape::{column, part, Shape, SHAPES};
 use crate::store::EventStore;
 use crate::timers::{to_i64, NewTimer};
 
@@ -495,92 +498,63 @@ pub(crate) async fn write_batch(
     let timer_kinds: Vec<&str> = batch.timers.iter().map(|t| t.kind.as_str()).collect();
     let timer_due: Vec<_> = batch.timers.iter().map(|t| t.due_at).collect();
 
-    let written: std::result::Result<WrittenRow, sqlx::Error> = sqlx::query_as(
-        "WITH ev AS (
-              INSERT INTO events (workflow_id, seq, event_type, recorded_at, body, prev_hash, hash)
-              SELECT $1, * FROM UNNEST($2::bigint[], $3::text[], $4::timestamptz[],
-                                       $5::bytea[], $6::bytea[], $7::bytea[])),
-          ob AS (
-              INSERT INTO outbox (workflow_id, subject, msg_id, payload)
-              SELECT $1, subject, msg_id, payload
-                FROM UNNEST($8::text[], $9::text[], $10::bytea[]) WITH ORDINALITY AS m(subject, msg_id, payload, n)
-               ORDER BY n
-              RETURNING id),
-          mk AS (
-              UPDATE outbox SET published_at = now(), claim_expires_at = NULL
-               WHERE id = ANY($11::bigint[]) AND published_at IS NULL),
-          ac AS (
-              INSERT INTO attempt_claims (workflow_id, scheduled_seq, attempt, runner, lease_until)
-              SELECT $1, s, a, $24::text, now() + make_interval(secs => $25::float8)
-                FROM UNNEST($26::bigint[], $27::int[]) AS c(s, a)
-              ON CONFLICT DO NOTHING),
-          cl AS (
-              DELETE FROM attempt_claims
-               WHERE $28::text IS NOT NULL AND workflow_id = $1
-                 AND scheduled_seq = $29 AND attempt = $30 AND runner = $28
-              RETURNING 1),
-          tm AS (
-              INSERT INTO timers (workflow_id, seq, kind, due_at)
-              SELECT $1, * FROM UNNEST($12::bigint[], $13::text[], $14::timestamptz[])),
-          up AS (
-              UPDATE workflows
-                 SET next_seq = $16, head_hash = $17, status = COALESCE($18, status),
-                     output = COALESCE($19, output), error = COALESCE($20, error), updated_at = now(),
-                     blocked_reason = CASE WHEN $18 IS NULL THEN blocked_reason END,
-                     events_published_seq = CASE
-                         WHEN events_published_seq >= $21 - 1 AND events_published_seq < $22 THEN $22
-                         ELSE events_published_seq END
-               WHERE $15::bigint IS NOT NULL AND workflow_id = $1 AND next_seq = $15
-                 AND ($23::text IS NULL OR status = $23)
-              RETURNING concurrency_key, events_published_seq)
-         SELECT COALESCE((SELECT array_agg(id ORDER BY id) FROM ob), '{}'::bigint[]),
-                (SELECT count(*) FROM up),
-                (SELECT concurrency_key FROM up),
-                (SELECT events_published_seq FROM up),
-                -- The relay is woken only for an append with outbox rows (a NOTIFY
-                -- serialises every commit on one lock). A crash's leftovers are found
-                -- by its fallback poll.
-                (SELECT pg_notify('hcpflow_outbox', $1) WHERE cardinality($8::text[]) > 0)::text,
-                (SELECT pg_notify('hcpflow_timers', '') WHERE cardinality($12::bigint[]) > 0)::text,
-                -- An outcome whose runner lost its claim fails the whole statement.
-                CASE WHEN $28::text IS NULL OR EXISTS (SELECT 1 FROM cl) THEN 1
-                     ELSE hcpflow_attempt_claim_lost() END,
-                -- An index that did not move fails the whole statement (division by
-                -- zero), so that, run outside a transaction, it still writes nothing.
-                CASE WHEN $15::bigint IS NULL THEN 1 ELSE 1 / (SELECT count(*) FROM up)::int END",
-    )
-    .bind(batch.workflow_id.as_str())
-    .bind(&seqs)
-    .bind(&types)
-    .bind(&times)
-    .bind(&bodies)
-    .bind(&prevs)
-    .bind(&hashes)
-    .bind(&subjects)
-    .bind(&msg_ids)
-    .bind(&payloads)
-    .bind(&batch.mark_published)
-    .bind(&timer_seqs)
-    .bind(&timer_kinds)
-    .bind(&timer_due)
-    .bind(move_index_from.as_ref().map(|index| index.next_seq))
-    .bind(to_i64(chained.next_seq))
-    .bind(chained.head_hash.as_bytes().as_slice())
-    .bind(batch.status.map(WorkflowStatus::as_str))
-    .bind(batch.output.as_ref())
-    .bind(batch.error.as_ref())
-    .bind(batch.events_published.map(|range| to_i64(range.first)))
-    .bind(batch.events_published.map(|range| to_i64(range.last)))
-    .bind(move_index_from.as_ref().and_then(|index| index.status).map(WorkflowStatus::as_str))
-    .bind(batch.claimed_attempts.as_ref().map(|claim| claim.runner.as_str()))
-    .bind(batch.claimed_attempts.as_ref().map(|claim| claim.lease.as_secs_f64()))
-    .bind(&claimed_seqs)
-    .bind(&claimed_attempts)
-    .bind(ending.map(|claim| claim.runner.as_str()))
-    .bind(ending.map(|claim| to_i64(claim.scheduled_seq)))
-    .bind(ending.map(|claim| i32::try_from(claim.attempt).unwrap_or(i32::MAX)))
-    .fetch_one(&mut *conn)
-    .await;
+    let shape = Shape {
+        outbox: !messages.is_empty(),
+        marks: !batch.mark_published.is_empty(),
+        claims: !claimed_seqs.is_empty(),
+        claim_end: ending.is_some(),
+        timers: !timer_seqs.is_empty(),
+        index: move_index_from.is_some(),
+    };
+    let written: std::result::Result<WrittenRow, sqlx::Error> =
+        sqlx::query_as(shape.text(&SINGLE_STATEMENTS, single_statement))
+            .bind(batch.workflow_id.as_str())
+            .bind(&seqs)
+            .bind(&types)
+            .bind(&times)
+            .bind(&bodies)
+            .bind(&prevs)
+            .bind(&hashes)
+            .bind(&subjects)
+            .bind(&msg_ids)
+            .bind(&payloads)
+            .bind(&batch.mark_published)
+            .bind(&timer_seqs)
+            .bind(&timer_kinds)
+            .bind(&timer_due)
+            .bind(move_index_from.as_ref().map(|index| index.next_seq))
+            .bind(to_i64(chained.next_seq))
+            .bind(chained.head_hash.as_bytes().as_slice())
+            .bind(batch.status.map(WorkflowStatus::as_str))
+            .bind(batch.output.as_ref())
+            .bind(batch.error.as_ref())
+            .bind(batch.events_published.map(|range| to_i64(range.first)))
+            .bind(batch.events_published.map(|range| to_i64(range.last)))
+            .bind(
+                move_index_from
+                    .as_ref()
+                    .and_then(|index| index.status)
+                    .map(WorkflowStatus::as_str),
+            )
+            .bind(
+                batch
+                    .claimed_attempts
+                    .as_ref()
+                    .map(|claim| claim.runner.as_str()),
+            )
+            .bind(
+                batch
+                    .claimed_attempts
+                    .as_ref()
+                    .map(|claim| claim.lease.as_secs_f64()),
+            )
+            .bind(&claimed_seqs)
+            .bind(&claimed_attempts)
+            .bind(ending.map(|claim| claim.runner.as_str()))
+            .bind(ending.map(|claim| to_i64(claim.scheduled_seq)))
+            .bind(ending.map(|claim| i32::try_from(claim.attempt).unwrap_or(i32::MAX)))
+            .fetch_one(&mut *conn)
+            .await;
     let (ids, moved, concurrency_key, events_mark, _, _, _, _) = match written {
         Err(error) if is_claim_lost(&error) => {
             let claim = ending.ok_or_else(|| Error::Database(error))?;
@@ -608,4 +582,112 @@ pub(crate) async fn write_batch(
         concurrency_key,
         events_mark,
     })
+}
+
+static SINGLE_STATEMENTS: [OnceLock<String>; SHAPES] = [const { OnceLock::new() }; SHAPES];
+
+/// The statement of [`write_batch`] in `shape`. Its parameters keep their numbers in
+/// every shape; those of an absent part are bound and unused.
+fn single_statement(shape: Shape) -> String {
+    let outbox = part(
+        shape.outbox,
+        ",
+          ob AS (
+              INSERT INTO outbox (workflow_id, subject, msg_id, payload)
+              SELECT $1, subject, msg_id, payload
+                FROM UNNEST($8::text[], $9::text[], $10::bytea[]) WITH ORDINALITY AS m(subject, msg_id, payload, n)
+               ORDER BY n
+              RETURNING id)",
+    );
+    let marks = part(
+        shape.marks,
+        ",
+          mk AS (
+              UPDATE outbox SET published_at = now(), claim_expires_at = NULL
+               WHERE id = ANY($11::bigint[]) AND published_at IS NULL)",
+    );
+    let claims = part(
+        shape.claims,
+        ",
+          ac AS (
+              INSERT INTO attempt_claims (workflow_id, scheduled_seq, attempt, runner, lease_until)
+              SELECT $1, s, a, $24::text, now() + make_interval(secs => $25::float8)
+                FROM UNNEST($26::bigint[], $27::int[]) AS c(s, a)
+              ON CONFLICT DO NOTHING)",
+    );
+    let claim_end = part(
+        shape.claim_end,
+        ",
+          cl AS (
+              DELETE FROM attempt_claims
+               WHERE workflow_id = $1 AND scheduled_seq = $29 AND attempt = $30 AND runner = $28
+              RETURNING 1)",
+    );
+    let timers = part(
+        shape.timers,
+        ",
+          tm AS (
+              INSERT INTO timers (workflow_id, seq, kind, due_at)
+              SELECT $1, * FROM UNNEST($12::bigint[], $13::text[], $14::timestamptz[]))",
+    );
+    let index = part(
+        shape.index,
+        ",
+          up AS (
+              UPDATE workflows
+                 SET next_seq = $16, head_hash = $17, status = COALESCE($18, status),
+                     output = COALESCE($19, output), error = COALESCE($20, error), updated_at = now(),
+                     blocked_reason = CASE WHEN $18 IS NULL THEN blocked_reason END,
+                     events_published_seq = CASE
+                         WHEN events_published_seq >= $21 - 1 AND events_published_seq < $22 THEN $22
+                         ELSE events_published_seq END
+               WHERE workflow_id = $1 AND next_seq = $15
+                 AND ($23::text IS NULL OR status = $23)
+              RETURNING concurrency_key, events_published_seq)",
+    );
+    let outbox_ids = column(
+        shape.outbox,
+        "COALESCE((SELECT array_agg(id ORDER BY id) FROM ob), '{}'::bigint[])",
+        "'{}'::bigint[]",
+    );
+    let moved = column(shape.index, "(SELECT count(*) FROM up)", "0::bigint");
+    let key = column(
+        shape.index,
+        "(SELECT concurrency_key FROM up)",
+        "NULL::text",
+    );
+    let mark = column(
+        shape.index,
+        "(SELECT events_published_seq FROM up)",
+        "NULL::bigint",
+    );
+    // The relay is woken only for an append with outbox rows, the timer service only for
+    // one with timers (a NOTIFY serialises every commit on one lock). A crash's leftovers
+    // are found by their fallback polls.
+    let wake_relay = column(
+        shape.outbox,
+        "(SELECT pg_notify('hcpflow_outbox', $1))::text",
+        "NULL::text",
+    );
+    let wake_timers = column(
+        shape.timers,
+        "(SELECT pg_notify('hcpflow_timers', ''))::text",
+        "NULL::text",
+    );
+    // An outcome whose runner lost its claim fails the whole statement.
+    let claim_held = column(
+        shape.claim_end,
+        "CASE WHEN EXISTS (SELECT 1 FROM cl) THEN 1 ELSE hcpflow_attempt_claim_lost() END",
+        "1",
+    );
+    // An index that did not move fails the whole statement (division by zero), so that,
+    // run outside a transaction, it still writes nothing.
+    let index_moved = column(shape.index, "1 / (SELECT count(*) FROM up)::int", "1");
+    format!(
+        "WITH ev AS (
+              INSERT INTO events (workflow_id, seq, event_type, recorded_at, body, prev_hash, hash)
+              SELECT $1, * FROM UNNEST($2::bigint[], $3::text[], $4::timestamptz[],
+                                       $5::bytea[], $6::bytea[], $7::bytea[])){outbox}{marks}{claims}{claim_end}{timers}{index}
+         SELECT {outbox_ids}, {moved}, {key}, {mark}, {wake_relay}, {wake_timers}, {claim_held}, {index_moved}"
+    )
 }

@@ -34,6 +34,7 @@ pub mod record;
 pub mod registry;
 pub mod retention;
 pub mod seal_keys;
+mod shape;
 mod store;
 pub mod timers;
 

@@ -9,12 +9,15 @@
 //! An outcome whose runner lost its attempt's claim (rare: its lease ran out) fails the
 //! whole statement, and the group is written again one batch at a time.
 
+use std::sync::OnceLock;
+
 use hcpflow_engine::WorkflowStatus;
 use sqlx::PgConnection;
 
 use crate::append::{AppendBatch, Appended, IndexAt};
 use crate::error::{Error, Result};
 use crate::outbox::OutboxRow;
+use crate::shape::{column, part, Shape, SHAPES};
 use crate::timers::to_i64;
 
 /// One batch of a group, already chained (`chained`), decided on `index`.
@@ -192,124 +195,53 @@ pub(crate) async fn write_group(
     let c = Columns::new(members);
     let (events, outbox, timers) = (&c.events.columns, &c.outbox.columns, &c.timers.columns);
 
-    let (outbox_ids, written, marks, _, _, _): GroupRow = sqlx::query_as(
-        "WITH b AS (
-              SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bytea[],
-                                   $6::text[], $7::jsonb[], $8::jsonb[], $9::bigint[], $10::bigint[],
-                                   $11::text[], $12::bigint[], $13::int[], $14::text[], $15::float8[])
-                WITH ORDINALITY AS b(id, expected, expected_status, next_seq, head_hash, status, output,
-                                     error, published_first, published_last, claim_runner, claim_seq,
-                                     claim_attempt, claimer, lease, n)),
-          -- The index moves only where it stands as the batch expects (a row another
-          -- appender moved meanwhile is checked again in its newest version). The
-          -- members are in id order, so their rows are locked in id order.
-          up AS (
-              UPDATE workflows w
-                 SET next_seq = b.next_seq, head_hash = b.head_hash, status = COALESCE(b.status, w.status),
-                     output = COALESCE(b.output, w.output), error = COALESCE(b.error, w.error),
-                     updated_at = now(),
-                     blocked_reason = CASE WHEN b.status IS NULL THEN w.blocked_reason END,
-                     events_published_seq = CASE
-                         WHEN w.events_published_seq >= b.published_first - 1
-                          AND w.events_published_seq < b.published_last THEN b.published_last
-                         ELSE w.events_published_seq END
-                FROM b
-               WHERE w.workflow_id = b.id AND w.next_seq = b.expected
-                 AND (b.expected_status IS NULL OR w.status = b.expected_status)
-              RETURNING b.n, w.events_published_seq),
-          ok AS (
-              SELECT * FROM b WHERE b.n IN (SELECT n FROM up)),
-          cl AS (
-              DELETE FROM attempt_claims c USING ok
-               WHERE ok.claim_runner IS NOT NULL AND c.workflow_id = ok.id AND c.scheduled_seq = ok.claim_seq
-                 AND c.attempt = ok.claim_attempt AND c.runner = ok.claim_runner
-              RETURNING ok.n),
-          ev AS (
-              INSERT INTO events (workflow_id, seq, event_type, recorded_at, body, prev_hash, hash)
-              SELECT ok.id, e.seq, e.event_type, e.recorded_at, e.body, e.prev_hash, e.hash
-                FROM UNNEST($16::int[], $17::bigint[], $18::text[], $19::timestamptz[], $20::bytea[],
-                            $21::bytea[], $22::bytea[])
-                     AS e(member, seq, event_type, recorded_at, body, prev_hash, hash)
-                JOIN ok ON ok.n = e.member),
-          ob AS (
-              INSERT INTO outbox (workflow_id, subject, msg_id, payload)
-              SELECT ok.id, o.subject, o.msg_id, o.payload
-                FROM UNNEST($23::int[], $24::text[], $25::text[], $26::bytea[])
-                     WITH ORDINALITY AS o(member, subject, msg_id, payload, k)
-                JOIN ok ON ok.n = o.member
-               ORDER BY o.k
-              RETURNING id),
-          mk AS (
-              UPDATE outbox SET published_at = now(), claim_expires_at = NULL
-               WHERE id IN (SELECT m.id FROM UNNEST($27::int[], $28::bigint[]) AS m(member, id)
-                              JOIN ok ON ok.n = m.member)
-                 AND published_at IS NULL),
-          ac AS (
-              INSERT INTO attempt_claims (workflow_id, scheduled_seq, attempt, runner, lease_until)
-              SELECT ok.id, a.seq, a.attempt, ok.claimer, now() + make_interval(secs => ok.lease)
-                FROM UNNEST($29::int[], $30::bigint[], $31::int[]) AS a(member, seq, attempt)
-                JOIN ok ON ok.n = a.member
-              ON CONFLICT DO NOTHING),
-          tm AS (
-              INSERT INTO timers (workflow_id, seq, kind, due_at)
-              SELECT ok.id, t.seq, t.kind, t.due_at
-                FROM UNNEST($32::int[], $33::bigint[], $34::text[], $35::timestamptz[])
-                     AS t(member, seq, kind, due_at)
-                JOIN ok ON ok.n = t.member)
-         SELECT COALESCE((SELECT array_agg(id ORDER BY id) FROM ob), '{}'::bigint[]),
-                COALESCE((SELECT array_agg(n ORDER BY n) FROM ok), '{}'::bigint[]),
-                COALESCE((SELECT array_agg(up.events_published_seq ORDER BY ok.n)
-                            FROM ok LEFT JOIN up ON up.n = ok.n), '{}'::bigint[]),
-                -- As the single append: the relay is woken only for outbox rows, the
-                -- timer service only for new timers (one notification per workflow,
-                -- its id as the payload).
-                (SELECT count(pg_notify('hcpflow_outbox', ok.id)) FROM ok
-                  WHERE ok.n = ANY($23::int[]))::text,
-                (SELECT pg_notify('hcpflow_timers', '')
-                  WHERE EXISTS (SELECT 1 FROM UNNEST($32::int[]) AS t(member) JOIN ok ON ok.n = t.member))::text,
-                -- An outcome whose runner lost its claim fails the whole statement (the
-                -- group is then written again one batch at a time).
-                CASE WHEN EXISTS (SELECT 1 FROM ok WHERE claim_runner IS NOT NULL
-                                     AND n NOT IN (SELECT n FROM cl))
-                     THEN hcpflow_attempt_claim_lost() ELSE 1 END",
-    )
-    .bind(&c.ids)
-    .bind(&c.expected)
-    .bind(&c.expected_status)
-    .bind(&c.next_seq)
-    .bind(&c.head_hash)
-    .bind(&c.status)
-    .bind(&c.output)
-    .bind(&c.error)
-    .bind(&c.published_first)
-    .bind(&c.published_last)
-    .bind(&c.claim_runner)
-    .bind(&c.claim_seq)
-    .bind(&c.claim_attempt)
-    .bind(&c.claimer)
-    .bind(&c.lease)
-    .bind(&c.events.member)
-    .bind(&events.seq)
-    .bind(&events.event_type)
-    .bind(&events.recorded_at)
-    .bind(&events.body)
-    .bind(&events.prev_hash)
-    .bind(&events.hash)
-    .bind(&c.outbox.member)
-    .bind(&outbox.subject)
-    .bind(&outbox.msg_id)
-    .bind(&outbox.payload)
-    .bind(&c.marks.member)
-    .bind(&c.marks.columns)
-    .bind(&c.attempts.member)
-    .bind(&c.attempts.columns.0)
-    .bind(&c.attempts.columns.1)
-    .bind(&c.timers.member)
-    .bind(&timers.seq)
-    .bind(&timers.kind)
-    .bind(&timers.due_at)
-    .fetch_one(&mut *conn)
-    .await?;
+    let shape = Shape {
+        outbox: !c.outbox.member.is_empty(),
+        marks: !c.marks.member.is_empty(),
+        claims: !c.attempts.member.is_empty(),
+        claim_end: c.claim_runner.iter().any(Option::is_some),
+        timers: !c.timers.member.is_empty(),
+        index: true,
+    };
+    let (outbox_ids, written, marks, _, _, _): GroupRow =
+        sqlx::query_as(shape.text(&GROUP_STATEMENTS, group_statement))
+            .bind(&c.ids)
+            .bind(&c.expected)
+            .bind(&c.expected_status)
+            .bind(&c.next_seq)
+            .bind(&c.head_hash)
+            .bind(&c.status)
+            .bind(&c.output)
+            .bind(&c.error)
+            .bind(&c.published_first)
+            .bind(&c.published_last)
+            .bind(&c.claim_runner)
+            .bind(&c.claim_seq)
+            .bind(&c.claim_attempt)
+            .bind(&c.claimer)
+            .bind(&c.lease)
+            .bind(&c.events.member)
+            .bind(&events.seq)
+            .bind(&events.event_type)
+            .bind(&events.recorded_at)
+            .bind(&events.body)
+            .bind(&events.prev_hash)
+            .bind(&events.hash)
+            .bind(&c.outbox.member)
+            .bind(&outbox.subject)
+            .bind(&outbox.msg_id)
+            .bind(&outbox.payload)
+            .bind(&c.marks.member)
+            .bind(&c.marks.columns)
+            .bind(&c.attempts.member)
+            .bind(&c.attempts.columns.0)
+            .bind(&c.attempts.columns.1)
+            .bind(&c.timers.member)
+            .bind(&timers.seq)
+            .bind(&timers.kind)
+            .bind(&timers.due_at)
+            .fetch_one(&mut *conn)
+            .await?;
     verdicts(members, &outbox_ids, &written, marks)
 }
 
@@ -358,4 +290,131 @@ fn verdicts(
         verdicts.push(Verdict::Written(appended));
     }
     Ok(verdicts)
+}
+
+static GROUP_STATEMENTS: [OnceLock<String>; SHAPES] = [const { OnceLock::new() }; SHAPES];
+
+/// The statement of [`write_group`] in `shape` (which always moves the index). Its
+/// parameters keep their numbers in every shape; those of an absent part are bound and
+/// unused.
+fn group_statement(shape: Shape) -> String {
+    let claim_end = part(
+        shape.claim_end,
+        ",
+          cl AS (
+              DELETE FROM attempt_claims c USING ok
+               WHERE ok.claim_runner IS NOT NULL AND c.workflow_id = ok.id AND c.scheduled_seq = ok.claim_seq
+                 AND c.attempt = ok.claim_attempt AND c.runner = ok.claim_runner
+              RETURNING ok.n)",
+    );
+    let outbox = part(
+        shape.outbox,
+        ",
+          ob AS (
+              INSERT INTO outbox (workflow_id, subject, msg_id, payload)
+              SELECT ok.id, o.subject, o.msg_id, o.payload
+                FROM UNNEST($23::int[], $24::text[], $25::text[], $26::bytea[])
+                     WITH ORDINALITY AS o(member, subject, msg_id, payload, k)
+                JOIN ok ON ok.n = o.member
+               ORDER BY o.k
+              RETURNING id)",
+    );
+    let marks = part(
+        shape.marks,
+        ",
+          mk AS (
+              UPDATE outbox SET published_at = now(), claim_expires_at = NULL
+               WHERE id IN (SELECT m.id FROM UNNEST($27::int[], $28::bigint[]) AS m(member, id)
+                              JOIN ok ON ok.n = m.member)
+                 AND published_at IS NULL)",
+    );
+    let claims = part(
+        shape.claims,
+        ",
+          ac AS (
+              INSERT INTO attempt_claims (workflow_id, scheduled_seq, attempt, runner, lease_until)
+              SELECT ok.id, a.seq, a.attempt, ok.claimer, now() + make_interval(secs => ok.lease)
+                FROM UNNEST($29::int[], $30::bigint[], $31::int[]) AS a(member, seq, attempt)
+                JOIN ok ON ok.n = a.member
+              ON CONFLICT DO NOTHING)",
+    );
+    let timers = part(
+        shape.timers,
+        ",
+          tm AS (
+              INSERT INTO timers (workflow_id, seq, kind, due_at)
+              SELECT ok.id, t.seq, t.kind, t.due_at
+                FROM UNNEST($32::int[], $33::bigint[], $34::text[], $35::timestamptz[])
+                     AS t(member, seq, kind, due_at)
+                JOIN ok ON ok.n = t.member)",
+    );
+    let outbox_ids = column(
+        shape.outbox,
+        "COALESCE((SELECT array_agg(id ORDER BY id) FROM ob), '{}'::bigint[])",
+        "'{}'::bigint[]",
+    );
+    // As the single append: the relay is woken only for outbox rows, the timer service
+    // only for new timers (one notification per workflow, its id as the payload).
+    let wake_relay = column(
+        shape.outbox,
+        "(SELECT count(pg_notify('hcpflow_outbox', ok.id)) FROM ok WHERE ok.n = ANY($23::int[]))::text",
+        "NULL::text",
+    );
+    let wake_timers = column(
+        shape.timers,
+        "(SELECT pg_notify('hcpflow_timers', '')
+            WHERE EXISTS (SELECT 1 FROM UNNEST($32::int[]) AS t(member) JOIN ok ON ok.n = t.member))::text",
+        "NULL::text",
+    );
+    // An outcome whose runner lost its claim fails the whole statement (the group is
+    // then written again one batch at a time).
+    let claim_held = column(
+        shape.claim_end,
+        "CASE WHEN EXISTS (SELECT 1 FROM ok WHERE claim_runner IS NOT NULL
+                              AND n NOT IN (SELECT n FROM cl))
+              THEN hcpflow_attempt_claim_lost() ELSE 1 END",
+        "1",
+    );
+    format!(
+        "WITH b AS (
+              SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bytea[],
+                                   $6::text[], $7::jsonb[], $8::jsonb[], $9::bigint[], $10::bigint[],
+                                   $11::text[], $12::bigint[], $13::int[], $14::text[], $15::float8[])
+                WITH ORDINALITY AS b(id, expected, expected_status, next_seq, head_hash, status, output,
+                                     error, published_first, published_last, claim_runner, claim_seq,
+                                     claim_attempt, claimer, lease, n)),
+          -- The index moves only where it stands as the batch expects (a row another
+          -- appender moved meanwhile is checked again in its newest version). The
+          -- members are in id order, so their rows are locked in id order.
+          up AS (
+              UPDATE workflows w
+                 SET next_seq = b.next_seq, head_hash = b.head_hash, status = COALESCE(b.status, w.status),
+                     output = COALESCE(b.output, w.output), error = COALESCE(b.error, w.error),
+                     updated_at = now(),
+                     blocked_reason = CASE WHEN b.status IS NULL THEN w.blocked_reason END,
+                     events_published_seq = CASE
+                         WHEN w.events_published_seq >= b.published_first - 1
+                          AND w.events_published_seq < b.published_last THEN b.published_last
+                         ELSE w.events_published_seq END
+                FROM b
+               WHERE w.workflow_id = b.id AND w.next_seq = b.expected
+                 AND (b.expected_status IS NULL OR w.status = b.expected_status)
+              RETURNING b.n, w.events_published_seq),
+          ok AS (
+              SELECT * FROM b WHERE b.n IN (SELECT n FROM up)){claim_end},
+          ev AS (
+              INSERT INTO events (workflow_id, seq, event_type, recorded_at, body, prev_hash, hash)
+              SELECT ok.id, e.seq, e.event_type, e.recorded_at, e.body, e.prev_hash, e.hash
+                FROM UNNEST($16::int[], $17::bigint[], $18::text[], $19::timestamptz[], $20::bytea[],
+                            $21::bytea[], $22::bytea[])
+                     AS e(member, seq, event_type, recorded_at, body, prev_hash, hash)
+                JOIN ok ON ok.n = e.member){outbox}{marks}{claims}{timers}
+         SELECT {outbox_ids},
+                COALESCE((SELECT array_agg(n ORDER BY n) FROM ok), '{{}}'::bigint[]),
+                COALESCE((SELECT array_agg(up.events_published_seq ORDER BY ok.n)
+                            FROM ok LEFT JOIN up ON up.n = ok.n), '{{}}'::bigint[]),
+                {wake_relay},
+                {wake_timers},
+                {claim_held}"
+    )
 }
