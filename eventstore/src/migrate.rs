@@ -24,6 +24,8 @@ const APPLICATION_GRANTS: &[&str] = &[
     "GRANT SELECT, INSERT ON audit_checkpoints TO {role}",
     "GRANT SELECT, INSERT ON seal_key_checks TO {role}",
     "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}",
+    // Readiness: a process reports whether the schema is at the version it was built for.
+    "GRANT SELECT ON _sqlx_migrations TO {role}",
 ];
 
 /// Applies every embedded migration not yet applied, then grants `application_role`
@@ -34,6 +36,31 @@ pub async fn run(owner_pool: &PgPool, application_role: Option<&str>) -> Result<
         grant_application_role(owner_pool, role).await?;
     }
     Ok(())
+}
+
+/// The version of the newest migration this build carries: a database at an older one
+/// is not ready for it.
+pub fn expected_version() -> i64 {
+    MIGRATOR
+        .iter()
+        .map(|migration| migration.version)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The newest migration applied to the database, if any (`None` for a database no
+/// migration ran on).
+pub async fn applied_version(pool: &PgPool) -> Result<Option<i64>> {
+    let exists: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+        .fetch_one(pool)
+        .await?;
+    if !exists {
+        return Ok(None);
+    }
+    let version = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success")
+        .fetch_one(pool)
+        .await?;
+    Ok(version)
 }
 
 /// Connects with the owner's URL and runs [`run`].

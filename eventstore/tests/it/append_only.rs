@@ -49,3 +49,22 @@ async fn update_delete_truncate_are_refused() {
     }
     store.verify_history(&id).await.unwrap();
 }
+
+/// The application role reads which migration the schema is at (readiness needs it),
+/// and may not change that record.
+#[tokio::test]
+async fn the_application_role_sees_the_schema_version_and_cannot_change_it() {
+    let Some((_stack, store)) =
+        store("the_application_role_sees_the_schema_version_and_cannot_change_it").await
+    else {
+        return;
+    };
+    let applied = hcpflow_eventstore::migrate::applied_version(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        applied,
+        Some(hcpflow_eventstore::migrate::expected_version())
+    );
+    refusal(store.pool(), "DELETE FROM _sqlx_migrations", "").await;
+}

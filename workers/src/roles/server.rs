@@ -117,6 +117,9 @@ async fn connect_kube(
     }
 }
 
+/// How long a stopping process waits for NATS to take what its client still buffers.
+const FINAL_FLUSH_WAIT: Duration = Duration::from_secs(5);
+
 /// Runs `roles` until `shutdown` turns true.
 pub async fn run(
     config: Config,
@@ -138,9 +141,14 @@ pub async fn run(
     if let Some(addr) = process.config.metrics_addr {
         running.spawn(
             "metrics",
-            crate::runtime::metrics::serve(
+            crate::runtime::ops_http::serve(
                 addr,
                 process.journal.metrics.clone(),
+                crate::runtime::ops_http::Readiness {
+                    store: process.journal.store.clone(),
+                    js: process.js.clone(),
+                    tasks_stream: process.subjects.stream(StreamRole::Tasks),
+                },
                 process.shutdown.clone(),
             ),
         );
@@ -163,7 +171,15 @@ pub async fn run(
 
     let failure = running.until_stopped().await;
     process.journal.flush_published().await;
-    let _ = process.client.flush().await;
+    // What the client still buffers goes out now, if NATS is there to take it: a stop
+    // does not wait on a NATS that is away (what was not sent is in Postgres, and the
+    // relay and the sweeper send it).
+    match tokio::time::timeout(FINAL_FLUSH_WAIT, process.client.flush()).await {
+        Ok(_) => {}
+        Err(_) => tracing::warn!(
+            "NATS did not take the last messages within {FINAL_FLUSH_WAIT:?}; stopping without them"
+        ),
+    }
     match failure {
         Some(error) => Err(error),
         None => {

@@ -1,12 +1,11 @@
 //! Prometheus metrics of a worker process: the counters, the outbox-lag gauge and
 //! the task latency histograms the roles update through [`Metrics`], their
 //! registration in a `prometheus-client` [`Registry`] under the `hcpflow_` names
-//! scrapers rely on, and the small listener ([`serve`]) that answers
-//! `GET /metrics` with the OpenMetrics text exposition.
+//! scrapers rely on, rendered as the OpenMetrics text exposition (served by
+//! `ops_http.rs`).
 
-use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use prometheus_client::encoding::text::encode;
@@ -14,9 +13,6 @@ use prometheus_client::metrics::counter::Counter as PromCounter;
 use prometheus_client::metrics::gauge::Gauge as PromGauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
 
 /// The `Content-Type` of what [`Metrics::render`] produces: OpenMetrics text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -211,62 +207,6 @@ impl Metrics {
     }
 }
 
-/// Serves `GET /metrics` until shutdown.
-pub async fn serve(
-    addr: SocketAddr,
-    metrics: Arc<Metrics>,
-    mut shutdown: watch::Receiver<bool>,
-) -> anyhow::Result<()> {
-    let listener = TcpListener::bind(addr).await?;
-    tracing::info!(%addr, "serving metrics");
-    let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    loop {
-        tokio::select! {
-            _ = shutdown.changed() => return Ok(()),
-            accepted = listener.accept() => {
-                let Ok((mut socket, _)) = accepted else { continue };
-                // At most so many at once; a connection beyond them is closed at once.
-                let Ok(permit) = connections.clone().try_acquire_owned() else { continue };
-                let metrics = metrics.clone();
-                tokio::spawn(async move {
-                    // A client that says nothing is let go: an idle connection must not
-                    // hold a task for ever.
-                    let mut request = [0u8; 1024];
-                    let read = tokio::time::timeout(REQUEST_WAIT, socket.read(&mut request)).await;
-                    if let Ok(Ok(read)) = read {
-                        let head = String::from_utf8_lossy(&request[..read]);
-                        let response = respond(&metrics, &head);
-                        let _ = tokio::time::timeout(
-                            REQUEST_WAIT,
-                            socket.write_all(response.as_bytes()),
-                        )
-                        .await;
-                    }
-                    drop(permit);
-                });
-            }
-        }
-    }
-}
-
-/// How long a metrics client may take to send its request (and to take the reply).
-const REQUEST_WAIT: Duration = Duration::from_secs(5);
-/// Metrics connections served at once.
-const MAX_CONNECTIONS: usize = 32;
-
-/// The whole HTTP/1.1 response to a request starting with `head`.
-fn respond(metrics: &Metrics, head: &str) -> String {
-    if head.starts_with("GET /metrics") {
-        let body = metrics.render();
-        format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: {CONTENT_TYPE}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        )
-    } else {
-        "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_owned()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,22 +312,5 @@ mod tests {
         }
         let name = "hcpflow_workflow_task_seconds_bucket{le=\"0.001\"}";
         assert_eq!(sample(&text, name), Some(1.0), "{text}");
-    }
-
-    #[test]
-    fn answers_get_metrics_and_nothing_else() {
-        let metrics = Metrics::default();
-        metrics.api_requests.inc();
-        let response = respond(&metrics, "GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n");
-        let (head, body) = response.split_once("\r\n\r\n").unwrap();
-        assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
-        assert!(head.contains(&format!("\r\ncontent-type: {CONTENT_TYPE}\r\n")));
-        assert!(head.contains(&format!("\r\ncontent-length: {}\r\n", body.len())));
-        assert_eq!(sample(body, "hcpflow_api_requests_total"), Some(1.0));
-        let missing = respond(&metrics, "GET / HTTP/1.1\r\n\r\n");
-        assert!(
-            missing.starts_with("HTTP/1.1 404 Not Found\r\n"),
-            "{missing}"
-        );
     }
 }

@@ -6,7 +6,8 @@
 //! consumers and deliveries ([`nats`]), what a failed task's message becomes
 //! ([`task_error`]: ack, retry later or block), the seal keys' start-up check
 //! ([`seal_key_check`]) and their reload when their files change ([`key_reload`]),
-//! metrics, and the TLS provider.
+//! metrics and the operators' HTTP endpoint ([`ops_http`]: metrics, liveness, readiness),
+//! and the TLS provider.
 //!
 //! What it guarantees: every append commits its outgoing messages with it (the outbox)
 //! and publishes them after the commit; a conflicting append is detected, never
@@ -20,6 +21,7 @@ pub mod journal;
 pub mod key_reload;
 pub mod metrics;
 pub mod nats;
+pub mod ops_http;
 pub mod outgoing;
 pub mod publish;
 pub mod seal_key_check;

@@ -18,7 +18,7 @@ pub(crate) struct PrivateNats {
 
 impl PrivateNats {
     /// Starts it with `args`; ready once `options()` connects.
-    async fn start(
+    pub(crate) async fn start(
         env: &[(String, String)],
         dir: PathBuf,
         scheme: &str,

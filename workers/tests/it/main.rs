@@ -22,6 +22,7 @@ mod iam_policy;
 mod kube_registry;
 mod limits;
 mod permissions;
+mod probes;
 mod regions;
 mod rollback;
 mod rotation;
