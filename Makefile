@@ -9,7 +9,7 @@ help:
 	@echo "make test      start the local stack if needed and run the whole test suite"
 	@echo "make dev-up    start Postgres, NATS (JetStream), moto and the kube emulator on 127.0.0.1; write .dev/env"
 	@echo "make dev-down  stop the processes dev-up started"
-	@echo "make lint      cargo fmt --check and clippy with warnings as errors"
+	@echo "make lint      cargo fmt --check, clippy with warnings as errors, and the deploy/ checks (hadolint)"
 	@echo "make bench     throughput and latency on a durable Postgres, release build (deploy/bench/run.sh)"
 
 dev-up:
@@ -44,6 +44,7 @@ lint:
 	if [ -n "$$found" ]; then echo "hcpflow-protocol must not depend on the server's crates: $$found"; exit 1; fi; \
 	echo "hcpflow-protocol is free of the server's crates"
 	@cargo run --locked -q -p hcpflow-workers --bin hcpflow -- nats permissions --check deploy/nats/hcpflow-accounts.conf
+	@deploy/lint.sh
 
 fmt:
 	cargo fmt --all

@@ -14,6 +14,8 @@
 #   stack.sh restart postgres|nats|moto|aws-proxy|kube   stop and start one server (tests use it)
 #   stack.sh run CMD  run CMD with the stack up and .dev/env loaded; stop the stack
 #                     afterwards only if this call started it
+#   stack.sh tools REQUIREMENT...   install Python tools (pip requirements) into the
+#                     cached venv, once; print the venv's bin directory (make lint's checkers)
 #
 # Two settings serve the benchmarks (deploy/bench/run.sh), with a stack of their own
 # (HCPFLOW_DEV_DIR and the ports): HCPFLOW_DEV_SERVERS names the servers to run (default
@@ -565,5 +567,6 @@ case ${1:-} in
   down) down ;;
   status) status ;;
   run) shift; [[ $# -gt 0 ]] || die "usage: stack.sh run CMD [ARGS...]"; run_with_stack "$@" ;;
-  *) die "usage: stack.sh up|down|status|restart SERVER|run CMD" ;;
+  tools) shift; ensure_venv "$@"; printf '%s\n' "$venv/bin" ;;
+  *) die "usage: stack.sh up|down|status|restart SERVER|run CMD|tools REQUIREMENT..." ;;
 esac

@@ -19,6 +19,7 @@ mod crash;
 mod histories;
 mod hosted_cluster;
 mod iam_policy;
+mod image;
 mod kube_registry;
 mod limits;
 mod permissions;

@@ -84,7 +84,9 @@ pub(crate) fn unique(name: &str) -> String {
 pub(crate) struct Server {
     pub prefix: String,
     pub env: Vec<(String, String)>,
-    /// `server`, or `worker --role <roles>`.
+    /// What runs `hcpflow` (its path, or a command that runs it in the image's root
+    /// filesystem), then `server` or `worker --role <roles>`.
+    program: Vec<String>,
     command: Vec<String>,
     extra: Vec<String>,
     /// Where the server's log goes (at debug level), instead of the test's stderr.
@@ -112,6 +114,25 @@ impl Server {
         Self::launch(env, prefix, extra, client, None).await
     }
 
+    /// As `start`, with `hcpflow` run by `program` (e.g. `chroot ... /usr/local/bin/hcpflow`).
+    pub(crate) async fn start_program(
+        program: Vec<String>,
+        env: Vec<(String, String)>,
+        prefix: &str,
+        extra: &[&str],
+    ) -> Server {
+        let client = async_nats::connect(env_value(&env, "HCPFLOW_NATS_URL"))
+            .await
+            .unwrap();
+        let command = vec!["server".to_owned()];
+        Self::launch_command(env, prefix, program, command, extra, client, None).await
+    }
+
+    /// `hcpflow` as cargo built it.
+    fn built() -> Vec<String> {
+        vec![env!("CARGO_BIN_EXE_hcpflow").to_owned()]
+    }
+
     /// An `hcpflow worker` of only the given roles (comma-separated), instead of a server.
     pub(crate) async fn start_worker(
         env: Vec<(String, String)>,
@@ -134,7 +155,7 @@ impl Server {
         client: async_nats::Client,
     ) -> Server {
         let command = vec!["worker".to_owned(), "--role".to_owned(), roles.to_owned()];
-        Self::launch_command(env, prefix, command, extra, client, None).await
+        Self::launch_command(env, prefix, Self::built(), command, extra, client, None).await
     }
 
     /// As `start`, with the server's log at debug level appended to `log`.
@@ -157,12 +178,13 @@ impl Server {
         log: Option<std::path::PathBuf>,
     ) -> Server {
         let command = vec!["server".to_owned()];
-        Self::launch_command(env, prefix, command, extra, client, log).await
+        Self::launch_command(env, prefix, Self::built(), command, extra, client, log).await
     }
 
     async fn launch_command(
         env: Vec<(String, String)>,
         prefix: &str,
+        program: Vec<String>,
         command: Vec<String>,
         extra: &[&str],
         client: async_nats::Client,
@@ -174,6 +196,7 @@ impl Server {
         let mut server = Server {
             prefix: prefix.to_owned(),
             env,
+            program,
             command,
             extra: extra.iter().map(|s| (*s).to_owned()).collect(),
             log,
@@ -186,8 +209,9 @@ impl Server {
     }
 
     async fn spawn(&mut self) {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_hcpflow"));
+        let mut command = Command::new(&self.program[0]);
         command
+            .args(&self.program[1..])
             .args(&self.command)
             .arg("--prefix")
             .arg(&self.prefix)
