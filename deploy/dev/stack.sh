@@ -16,6 +16,7 @@
 #                     afterwards only if this call started it
 #   stack.sh tools REQUIREMENT...   install Python tools (pip requirements) into the
 #                     cached venv, once; print the venv's bin directory (make lint's checkers)
+#   stack.sh packages DEBIAN_PACKAGE...   install the Debian packages not installed yet
 #
 # Two settings serve the benchmarks (deploy/bench/run.sh), with a stack of their own
 # (HCPFLOW_DEV_DIR and the ports): HCPFLOW_DEV_SERVERS names the servers to run (default
@@ -568,5 +569,6 @@ case ${1:-} in
   status) status ;;
   run) shift; [[ $# -gt 0 ]] || die "usage: stack.sh run CMD [ARGS...]"; run_with_stack "$@" ;;
   tools) shift; ensure_venv "$@"; printf '%s\n' "$venv/bin" ;;
-  *) die "usage: stack.sh up|down|status|restart SERVER|run CMD|tools REQUIREMENT..." ;;
+  packages) shift; for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || apt_install "$p"; done ;;
+  *) die "usage: stack.sh up|down|status|restart SERVER|run CMD|tools REQUIREMENT...|packages DEBIAN_PACKAGE..." ;;
 esac

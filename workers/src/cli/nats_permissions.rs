@@ -157,8 +157,9 @@ impl ClientRole {
 }
 
 impl Deployment {
-    /// Every user of the deployment: the process roles, an all-roles `server`, then
-    /// each tenant's reader, operator and admin.
+    /// Every user of the deployment: the process roles, the split deployment's engine
+    /// (workflow, relay and timer), an all-roles `server`, then each tenant's reader,
+    /// operator and admin.
     pub fn users(&self) -> Vec<NatsUser> {
         let mut users: Vec<NatsUser> = Process::ALL
             .iter()
@@ -168,6 +169,11 @@ impl Deployment {
             .into_iter()
             .filter(|p| *p != Process::Migrate)
             .collect();
+        users.push(self.process_user(
+            &[Process::Workflow, Process::Relay, Process::Timer],
+            "engine",
+            "`hcpflow worker --role workflow,relay,timer`: the engine of a split deployment, apart from the API and the activity workers",
+        ));
         users.push(self.process_user(
             &runtime,
             "server",

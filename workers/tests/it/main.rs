@@ -16,6 +16,7 @@ mod cluster_support;
 mod config;
 mod cpu_work;
 mod crash;
+mod deployment;
 mod histories;
 mod hosted_cluster;
 mod iam_policy;
