@@ -460,9 +460,60 @@ pub(crate) async fn server_with_key(
     access_key: &str,
 ) -> Server {
     let mut env = stack.env.clone();
-    env.retain(|(k, _)| k != "AWS_ACCESS_KEY_ID");
+    env.retain(|(k, _)| k != "AWS_ACCESS_KEY_ID" && k != "HCPFLOW_KUBE_URL");
     env.push(("AWS_ACCESS_KEY_ID".into(), access_key.to_owned()));
+    env.push(("KUBECONFIG".into(), kubeconfig_for(access_key)));
     Server::start(env, prefix, &[]).await
+}
+
+/// A kubeconfig for the stack's emulator whose bearer token names `user`: the emulator
+/// logs each request under it (`GET /_emulator/requests?user=`). Written under `.dev/`.
+fn kubeconfig_for(user: &str) -> String {
+    let url = std::env::var("HCPFLOW_KUBE_URL").expect("HCPFLOW_KUBE_URL");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.dev/kubeconfigs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{user}.yaml"));
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: emulator\n  cluster:\n    server: {url}\ncontexts:\n- name: emulator\n  context:\n    cluster: emulator\n    user: {user}\ncurrent-context: emulator\nusers:\n- name: {user}\n  user:\n    token: {user}\n"
+    );
+    std::fs::write(&path, kubeconfig).unwrap();
+    path.display().to_string()
+}
+
+/// One request the emulator logged: a verb on a group's resource (`nodepools/scale`
+/// for a subresource), in a namespace or cluster-wide, on a named object or not.
+#[derive(Debug, Clone)]
+pub(crate) struct KubeRequest {
+    pub verb: String,
+    pub group: String,
+    pub resource: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+}
+
+/// What the emulator logged of `user`'s requests.
+pub(crate) async fn kube_requests(user: &str) -> Vec<KubeRequest> {
+    let url = std::env::var("HCPFLOW_KUBE_URL").expect("HCPFLOW_KUBE_URL");
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let response =
+        crate::support::http_get(addr, &format!("/_emulator/requests?user={user}")).await;
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    let entries: Vec<Value> =
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {response}"));
+    entries
+        .iter()
+        .map(|entry| {
+            let text = |key: &str| entry[key].as_str().unwrap_or_default().to_owned();
+            let optional = |key: &str| entry[key].as_str().map(str::to_owned);
+            KubeRequest {
+                verb: text("verb"),
+                group: text("group"),
+                resource: text("resource"),
+                namespace: optional("namespace"),
+                name: optional("name"),
+            }
+        })
+        .collect()
 }
 
 /// A cluster name no other test uses (short enough for a derived infra id).

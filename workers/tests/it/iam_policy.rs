@@ -6,6 +6,10 @@
 //! enough), and each action of that statement must have been sent (it is no wider). The
 //! policy's other statements — recovery paths a healthy lifecycle does not take, and
 //! reading pull secrets by reference — must hold nothing the lifecycle called.
+//!
+//! The same life checks the RBAC rules of the activity workers
+//! (`deploy/kubernetes/base/rbac.yaml`) against the Kubernetes emulator's log of that
+//! server's requests (its kubeconfig's token names it), both ways (`rbac.rs`).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -13,8 +17,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::cluster_support::{
-    cluster_name, cluster_stack, create_input, logged_actions, prerequisites, server_with_key,
-    wait_for_guest,
+    cluster_name, cluster_stack, create_input, kube_requests, logged_actions, prerequisites,
+    server_with_key, wait_for_guest, ClusterStack,
 };
 use crate::support::unique;
 
@@ -83,12 +87,18 @@ async fn the_shipped_iam_policy_is_exactly_what_a_clusters_life_calls() {
 
     let public = cluster_name("iampub");
     let private = cluster_name("iampvt");
+    // Both live in a namespace made beforehand, as the shipped manifests make `clusters`
+    // (hcpflow then leaves the namespace itself alone).
+    let namespace = format!("ns-{}", cluster_name("iam"));
+    make_namespace(&stack, &namespace).await;
     let mut private_input = create_input(&private, &pre, 1);
     private_input["endpoint_access"] = json!("Private");
+    private_input["namespace"] = json!(namespace);
     // The public one's control plane cannot reach its guest when deleted: it leaves
     // the guest's load balancers, volume and bucket to the destroy's own cleanup.
     let mut public_input = create_input(&public, &pre, 1);
     public_input["annotations"] = json!({"hcpflow.io/emulator-guest-unreachable": "true"});
+    public_input["namespace"] = json!(namespace);
     for (name, input) in [(&public, public_input), (&private, private_input)] {
         let reply = server
             .start_workflow(
@@ -137,7 +147,6 @@ async fn the_shipped_iam_policy_is_exactly_what_a_clusters_life_calls() {
             "{id}"
         );
     }
-
     let called: BTreeSet<String> = logged_actions(&key)
         .await
         .iter()
@@ -157,4 +166,22 @@ async fn the_shipped_iam_policy_is_exactly_what_a_clusters_life_calls() {
         "the shipped policy differs from what was called.\nnot granted: {missing:?}\nnever called: {unused:?}\nwhat was called: {}",
         serde_json::to_string_pretty(&called).unwrap()
     );
+
+    // The same life, as the management cluster's API server saw it: the shipped RBAC
+    // rules allow each request, and each rule was needed.
+    let requests = kube_requests(&key).await;
+    assert!(requests.len() > 20, "{requests:?}");
+    let (refused, unused) = crate::rbac::diff(&requests, &namespace);
+    assert!(
+        refused.is_empty() && unused.is_empty(),
+        "deploy/kubernetes/base/rbac.yaml differs from what was asked.\nnot granted: {refused:#?}\nnever asked: {unused:#?}"
+    );
+}
+
+/// A namespace made as an installer makes one (not by hcpflow's identity).
+async fn make_namespace(stack: &ClusterStack, name: &str) {
+    use k8s_openapi::api::core::v1::Namespace;
+    let api: kube::Api<Namespace> = kube::Api::all(stack.kube.clone());
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+    api.create(&Default::default(), &namespace).await.unwrap();
 }

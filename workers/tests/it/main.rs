@@ -25,6 +25,7 @@ mod kube_registry;
 mod limits;
 mod permissions;
 mod probes;
+mod rbac;
 mod regions;
 mod rollback;
 mod rotation;

@@ -19,6 +19,7 @@ use crate::apply;
 use crate::discovery;
 use crate::error::{ApiError, Result};
 use crate::patch;
+use crate::request_log::{self, RequestLog};
 use crate::resources::ResourceType;
 use crate::selectors::Selectors;
 use crate::store::{meta, Change, Part, Store};
@@ -29,12 +30,15 @@ pub type Body = BoxBody<Bytes, Infallible>;
 #[derive(Debug, Clone)]
 pub struct Shared {
     pub store: Arc<Mutex<Store>>,
+    /// Who asked for what (`request_log.rs`).
+    pub requests: Arc<RequestLog>,
 }
 
 impl Shared {
     pub fn new(store: Store) -> Self {
         Self {
             store: Arc::new(Mutex::new(store)),
+            requests: Arc::new(RequestLog::default()),
         }
     }
 
@@ -186,6 +190,20 @@ pub async fn handle(
 ) -> std::result::Result<Response<Body>, Infallible> {
     let path = request.uri().path().to_owned();
     let method = request.method().clone();
+    if path == "/_emulator/requests" && method == Method::GET {
+        let params = query(&request);
+        let user = params.get("user").map_or("", String::as_str);
+        return Ok(json_response(
+            StatusCode::OK,
+            &json!(shared.requests.of(user)),
+        ));
+    }
+    let user = request_log::user(
+        request
+            .headers()
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok()),
+    );
     let response = match route(&path) {
         Route::Json(body) if method == Method::GET => json_response(StatusCode::OK, &body),
         Route::Json(_) => error_response(&ApiError::method_not_allowed(format!(
@@ -206,6 +224,18 @@ pub async fn handle(
                 .unwrap_or("application/json")
                 .to_owned();
             let watch = matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
+            let asked = request_log::Entry {
+                user,
+                verb: request_log::verb(&method, target.name.is_some(), watch),
+                group: target.rt.group.to_owned(),
+                resource: match &target.subresource {
+                    Some(sub) => format!("{}/{sub}", target.rt.plural),
+                    None => target.rt.plural.to_owned(),
+                },
+                namespace: target.namespace.clone(),
+                name: target.name.clone(),
+            };
+            shared.requests.record(asked.clone());
             if method == Method::GET && target.name.is_none() && watch {
                 return Ok(match start_watch(&shared, &target, &params) {
                     Ok(response) => response,
@@ -221,6 +251,14 @@ pub async fn handle(
                 }
             };
             let outcome = serve(&shared, &method, &target, &params, &content_type, &body);
+            // An apply (or update) that creates its object is authorised for `create`
+            // too, as the API server does (handlers/patch.go, update.go).
+            if matches!(outcome, Ok((StatusCode::CREATED, _))) && asked.verb != "create" {
+                shared.requests.record(request_log::Entry {
+                    verb: "create",
+                    ..asked
+                });
+            }
             match outcome {
                 Ok((status, body)) => json_response(status, &body),
                 Err(error) => error_response(&error),

@@ -20,6 +20,7 @@ pub mod error;
 pub mod http;
 pub mod operator;
 pub mod patch;
+pub mod request_log;
 pub mod resources;
 pub mod schema;
 pub mod selectors;
