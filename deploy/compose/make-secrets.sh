@@ -6,7 +6,8 @@
 #
 # Two files are placeholders to replace before `docker compose up`: aws-credentials (an
 # AWS shared credentials file for the activity workers' principal) and kubeconfig (the
-# management cluster's).
+# management cluster's). Keep them readable (0644, as made here): the activity
+# container's user (65532) reads them where compose mounts them.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 dir=${HCPFLOW_COMPOSE_SECRETS:-$here/secrets}
@@ -15,12 +16,15 @@ mkdir -p "$dir"
 chmod 0700 "$dir"
 
 random() { head -c "${1:-24}" /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n'; }
-# Writes file $1 from standard input, unless it exists.
+# Writes file $1 from standard input, unless it exists: whole or not at all (an
+# interrupted run leaves no half-written file to be kept for good).
 make() {
   local path=$dir/$1
   if [[ -e $path ]]; then cat > /dev/null; return; fi
-  cat > "$path"
-  chmod 0644 "$path"
+  cat > "$path.tmp"
+  [[ -s $path.tmp ]] || { rm -f "$path.tmp"; echo "make-secrets: nothing to write to $1" >&2; exit 1; }
+  chmod 0644 "$path.tmp"
+  mv "$path.tmp" "$path"
   printf 'made secrets/%s\n' "$1"
 }
 value() { cat "$dir/$1"; }
@@ -43,9 +47,11 @@ for variable in $(grep -oE 'password: \$[A-Z0-9_]+' "$accounts" | cut -d'$' -f2 
   grep -q "^$variable " "$passwords" || printf '%s %s\n' "$variable" "$(random)" >> "$passwords"
 done
 nats_password() {
-  local variable
+  local variable password
   variable=HCPFLOW_NATS_PASSWORD_$(printf '%s' "$1" | tr 'a-z-' 'A-Z_')
-  grep -E "^$variable " "$passwords" | cut -d' ' -f2
+  password=$(grep -E "^$variable " "$passwords" | cut -d' ' -f2)
+  [[ -n $password ]] || { echo "make-secrets: $accounts has no NATS user $1" >&2; exit 1; }
+  printf '%s' "$password"
 }
 substitutions=$(awk '{ printf "s/\\$%s\\b/\"%s\"/g;", $1, $2 }' "$passwords")
 sed -e "$substitutions" "$accounts" > "$dir/nats-accounts.conf.tmp"
@@ -56,13 +62,14 @@ app_url="postgres://hcpflow_app:$(value postgres-app-password)@postgres:5432/hcp
 owner_url="postgres://hcpflow_owner:$(value postgres-owner-password)@postgres:5432/hcpflow"
 # The settings of the service that runs as NATS user hcpflow-$1.
 settings() {
-  local user=hcpflow-$1
+  local user=hcpflow-$1 password
+  password=$(nats_password "$user")
   cat <<TOML
 # Settings of the $1 service (deploy/compose/compose.yaml); holds its secrets.
 database_url = "$app_url"
 nats_url = "nats://nats:4222"
 nats_user = "$user"
-nats_password = "$(nats_password "$user")"
+nats_password = "$password"
 nats_inbox_prefix = "_INBOX_$user"
 TOML
 }

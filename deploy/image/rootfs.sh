@@ -32,8 +32,13 @@ fi
 [[ -x $binary ]] || die "no executable at $binary"
 [[ -f /etc/ssl/certs/ca-certificates.crt ]] || die "no CA bundle at /etc/ssl/certs/ca-certificates.crt (apt-get install ca-certificates)"
 
+# OUT is emptied only if this script made it (its marker is there) or it is empty.
+if [[ -d $out && -n $(ls -A "$out") && ! -e $out/.hcpflow-rootfs ]]; then
+  die "$out is not empty and not a root filesystem this script made: give a new directory"
+fi
 rm -rf "$out"
 mkdir -p "$out"/{usr/local/bin,etc/ssl/certs,home/nonroot,tmp}
+touch "$out/.hcpflow-rootfs"
 # Debian's merged /usr: /lib and /lib64 are links into /usr, here as there.
 for dir in lib lib64; do
   if [[ -L /$dir ]]; then

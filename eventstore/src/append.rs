@@ -584,11 +584,12 @@ pub(crate) async fn write_batch(
     })
 }
 
-static SINGLE_STATEMENTS: [OnceLock<String>; SHAPES] = [const { OnceLock::new() }; SHAPES];
+pub(crate) static SINGLE_STATEMENTS: [OnceLock<String>; SHAPES] =
+    [const { OnceLock::new() }; SHAPES];
 
 /// The statement of [`write_batch`] in `shape`. Its parameters keep their numbers in
 /// every shape; those of an absent part are bound and unused.
-fn single_statement(shape: Shape) -> String {
+pub(crate) fn single_statement(shape: Shape) -> String {
     let outbox = part(
         shape.outbox,
         ",

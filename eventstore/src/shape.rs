@@ -57,6 +57,44 @@ impl Shape {
     }
 }
 
+#[cfg(test)]
+impl Shape {
+    /// The shape numbered `n` (`n < SHAPES`).
+    fn numbered(n: usize) -> Self {
+        let bit = |b: usize| n & (1 << b) != 0;
+        Self {
+            outbox: bit(0),
+            marks: bit(1),
+            claims: bit(2),
+            claim_end: bit(3),
+            timers: bit(4),
+            index: bit(5),
+        }
+    }
+}
+
+/// Every text an append statement can take: each shape of the single statement, and of
+/// the group statement (which always moves the index).
+#[cfg(test)]
+fn append_statement_texts() -> Vec<&'static str> {
+    let single = (0..SHAPES).map(|n| {
+        Shape::numbered(n).text(
+            &crate::append::SINGLE_STATEMENTS,
+            crate::append::single_statement,
+        )
+    });
+    let group = (0..SHAPES)
+        .map(Shape::numbered)
+        .filter(|shape| shape.index)
+        .map(|shape| {
+            shape.text(
+                &crate::group::statement::GROUP_STATEMENTS,
+                crate::group::statement::group_statement,
+            )
+        });
+    single.chain(group).collect()
+}
+
 /// `part` when `on`, else nothing: the optional parts of a statement's text.
 pub(crate) fn part(on: bool, part: &str) -> &str {
     if on {
@@ -80,18 +118,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn there_is_a_text_for_every_shape_and_each_differs() {
+        let texts = append_statement_texts();
+        assert_eq!(texts.len(), SHAPES + SHAPES / 2);
+        let distinct: std::collections::BTreeSet<_> = texts.iter().collect();
+        assert_eq!(distinct.len(), texts.len());
+    }
+
+    #[test]
     fn every_shape_has_its_own_number() {
         let mut seen = std::collections::BTreeSet::new();
         for n in 0..SHAPES {
-            let bit = |b: usize| n & (1 << b) != 0;
-            let shape = Shape {
-                outbox: bit(0),
-                marks: bit(1),
-                claims: bit(2),
-                claim_end: bit(3),
-                timers: bit(4),
-                index: bit(5),
-            };
+            let shape = Shape::numbered(n);
             assert_eq!(shape.number(), n);
             seen.insert(shape.number());
         }

@@ -292,12 +292,13 @@ fn verdicts(
     Ok(verdicts)
 }
 
-static GROUP_STATEMENTS: [OnceLock<String>; SHAPES] = [const { OnceLock::new() }; SHAPES];
+pub(crate) static GROUP_STATEMENTS: [OnceLock<String>; SHAPES] =
+    [const { OnceLock::new() }; SHAPES];
 
 /// The statement of [`write_group`] in `shape` (which always moves the index). Its
 /// parameters keep their numbers in every shape; those of an absent part are bound and
 /// unused.
-fn group_statement(shape: Shape) -> String {
+pub(crate) fn group_statement(shape: Shape) -> String {
     let claim_end = part(
         shape.claim_end,
         ",

@@ -117,6 +117,36 @@ async fn connect_kube(
     }
 }
 
+/// How often a process waiting for its schema looks again.
+const SCHEMA_POLL: Duration = Duration::from_secs(5);
+
+/// Waits, before any role starts, until the database's schema is at the migration this
+/// build needs or newer. A rolling upgrade may start the new release's processes before
+/// its migrate Job has run: taking tasks then would run the new code on the old schema.
+async fn wait_for_schema(
+    store: &EventStore,
+    mut shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let expected = hcpflow_eventstore::migrate::expected_version();
+    let mut said = None;
+    loop {
+        let found = match hcpflow_eventstore::migrate::applied_version(store.pool()).await {
+            Ok(Some(applied)) if applied >= expected => return Ok(()),
+            Ok(Some(applied)) => format!("the schema is at migration {applied}"),
+            Ok(None) => "no migration has run".to_owned(),
+            Err(error) => format!("reading the schema's version failed: {error}"),
+        };
+        if said.as_ref() != Some(&found) {
+            tracing::warn!(expected, %found, "waiting for `hcpflow migrate` before starting any role");
+            said = Some(found);
+        }
+        tokio::select! {
+            _ = shutdown.changed() => anyhow::bail!("stopped while waiting for the schema to be migrated"),
+            _ = tokio::time::sleep(SCHEMA_POLL) => {}
+        }
+    }
+}
+
 /// How long a stopping process waits for NATS to take what its client still buffers.
 const FINAL_FLUSH_WAIT: Duration = Duration::from_secs(5);
 
@@ -139,13 +169,16 @@ pub async fn run(
             .mark_published_until(process.shutdown.clone()),
     );
     if let Some(addr) = process.config.metrics_addr {
+        let probes = EventStore::connect(process.config.database_url.expose(), 1)
+            .await
+            .context("connecting to Postgres for the readiness probe")?;
         running.spawn(
             "metrics",
             crate::runtime::ops_http::serve(
                 addr,
                 process.journal.metrics.clone(),
                 crate::runtime::ops_http::Readiness {
-                    store: process.journal.store.clone(),
+                    store: probes,
                     js: process.js.clone(),
                     tasks_stream: process.subjects.stream(StreamRole::Tasks),
                 },
@@ -227,6 +260,9 @@ impl Process {
             .await
             .context("connecting to Postgres")?
             .with_group_commit(hcpflow_eventstore::group::DEFAULT_WRITERS);
+        if config.database_admin_url.is_none() {
+            wait_for_schema(&store, shutdown.clone()).await?;
+        }
         let client = hcpflow_protocol::connect(&config.nats, "hcpflow").await?;
         let js = jetstream::new(client.clone());
         // Migrating (given the owner's URL) includes the streams; otherwise they must

@@ -34,6 +34,8 @@ const CHECK_WAIT: Duration = Duration::from_secs(2);
 /// What readiness looks at.
 #[derive(Debug, Clone)]
 pub struct Readiness {
+    /// A store of its own (one connection): a probe must not wait behind the steps for
+    /// a pooled connection, nor take one from them.
     pub store: EventStore,
     pub js: jetstream::Context,
     /// The stream every role uses (`HCPFLOW_TASKS` for the default prefix).

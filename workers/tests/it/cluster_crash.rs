@@ -55,7 +55,7 @@ async fn kill_at(server: &mut Server, id: &str, points: [usize; 2]) {
 
 /// Waits until `id` has at least `events` events (or has ended), so a kill lands
 /// mid-run.
-async fn wait_for_progress(server: &Server, id: &str, events: usize) {
+pub(crate) async fn wait_for_progress(server: &Server, id: &str, events: usize) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
     while tokio::time::Instant::now() < deadline {
         let history = server

@@ -459,11 +459,18 @@ pub(crate) async fn server_with_key(
     prefix: &str,
     access_key: &str,
 ) -> Server {
+    Server::start(env_with_key(stack, access_key), prefix, &[]).await
+}
+
+/// The stack's settings for a process whose AWS calls are signed with `access_key` and
+/// whose Kubernetes requests carry a token of the same name (the fault proxy and the
+/// emulator log each under it).
+pub(crate) fn env_with_key(stack: &ClusterStack, access_key: &str) -> Vec<(String, String)> {
     let mut env = stack.env.clone();
     env.retain(|(k, _)| k != "AWS_ACCESS_KEY_ID" && k != "HCPFLOW_KUBE_URL");
     env.push(("AWS_ACCESS_KEY_ID".into(), access_key.to_owned()));
     env.push(("KUBECONFIG".into(), kubeconfig_for(access_key)));
-    Server::start(env, prefix, &[]).await
+    env
 }
 
 /// A kubeconfig for the stack's emulator whose bearer token names `user`: the emulator

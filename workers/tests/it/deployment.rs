@@ -32,23 +32,53 @@ fn services(compose: &Value) -> Vec<(String, &Value)> {
         .collect()
 }
 
+/// A service's environment, in either of compose's forms (a mapping, or `KEY=VALUE`
+/// items).
 fn environment(service: &Value) -> Vec<(String, String)> {
-    service["environment"]
-        .as_mapping()
-        .map(|variables| {
-            variables
-                .iter()
-                .map(|(k, v)| {
-                    let value = match v {
-                        Value::String(s) => s.clone(),
-                        other => serde_yaml_ng::to_string(other).unwrap().trim().to_owned(),
-                    };
-                    (k.as_str().unwrap().to_owned(), value)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    let scalar = |value: &Value| match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => serde_yaml_ng::to_string(other).unwrap().trim().to_owned(),
+    };
+    match &service["environment"] {
+        Value::Mapping(variables) => variables
+            .iter()
+            .map(|(k, v)| (k.as_str().unwrap().to_owned(), scalar(v)))
+            .collect(),
+        Value::Sequence(items) => items
+            .iter()
+            .map(|item| {
+                let item = scalar(item);
+                let (key, value) = item.split_once('=').unwrap_or((&item, ""));
+                (key.to_owned(), value.to_owned())
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
 }
+
+/// A service's command line, as words.
+fn command(service: &Value) -> Vec<String> {
+    match &service["command"] {
+        Value::Sequence(words) => words
+            .iter()
+            .map(|word| word.as_str().unwrap_or_default().to_owned())
+            .collect(),
+        Value::String(line) => line.split_whitespace().map(str::to_owned).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The flags of `hcpflow` that take a secret as their value.
+const SECRET_FLAGS: [&str; 7] = [
+    "--database-url",
+    "--database-admin-url",
+    "--nats-password",
+    "--nats-token",
+    "--seal-key",
+    "--input-digest-key",
+    "--audit-signing-key",
+];
 
 /// The secrets a service mounts, by name.
 fn secrets(service: &Value) -> BTreeSet<String> {
@@ -112,6 +142,13 @@ fn no_compose_service_carries_a_secret_in_its_environment() {
     let services = services(&compose);
     assert!(services.len() >= 6, "{services:?}");
     for (name, service) in &services {
+        for word in command(service) {
+            let flag = word.split('=').next().unwrap_or_default();
+            assert!(
+                !SECRET_FLAGS.contains(&flag) && secret_in_environment("", &word).is_none(),
+                "service {name}: its command line carries a secret ({word})"
+            );
+        }
         for (key, value) in environment(service) {
             if let Some(why) = secret_in_environment(&key, &value) {
                 panic!("service {name}: {why}");
@@ -245,4 +282,77 @@ fn the_settings_make_secrets_writes_are_accepted_by_hcpflow_and_nats_server() {
         .output()
         .unwrap();
     assert!(checked.status.success(), "{checked:?}");
+}
+
+/// Each service's settings file names a NATS user and password that the nats-server of
+/// compose.yaml, with the accounts make-secrets.sh wrote, lets in; a wrong password not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_services_nats_user_connects_with_the_password_it_was_given() {
+    let Some(env) = stack("each_services_nats_user_connects_with_the_password_it_was_given") else {
+        return;
+    };
+    let scratch = Scratch(std::env::temp_dir().join(unique("compose-nats")));
+    let made = Command::new(compose_dir().join("make-secrets.sh"))
+        .env("HCPFLOW_COMPOSE_SECRETS", &scratch.0)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let port = crate::support::free_port();
+    let conf = std::fs::read_to_string(compose_dir().join("nats-server.conf"))
+        .unwrap()
+        .replace("0.0.0.0:4222", &format!("127.0.0.1:{port}"))
+        .replace(
+            "/data/jetstream",
+            &scratch.0.join("js").display().to_string(),
+        );
+    std::fs::write(scratch.0.join("nats-server.conf"), conf).unwrap();
+    std::fs::copy(
+        scratch.0.join("nats-accounts.conf"),
+        scratch.0.join("hcpflow-accounts.conf"),
+    )
+    .unwrap();
+    let mut nats = tokio::process::Command::new(env_value(&env, "HCPFLOW_DEV_NATS_SERVER"))
+        .arg("-c")
+        .arg(scratch.0.join("nats-server.conf"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let url = format!("nats://127.0.0.1:{port}");
+    let connect = |user: String, password: String| {
+        let url = url.clone();
+        async move {
+            let options = async_nats::ConnectOptions::with_user_and_password(user, password);
+            tokio::time::timeout(std::time::Duration::from_secs(5), options.connect(url))
+                .await
+                .is_ok_and(|connected| connected.is_ok())
+        }
+    };
+    // The server is up once any connection gets an answer.
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    for service in ["migrate", "api", "engine", "activity"] {
+        let path = scratch.0.join(format!("hcpflow-{service}.toml"));
+        let settings: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+        let user = settings["nats_user"].as_str().unwrap().to_owned();
+        let password = settings["nats_password"].as_str().unwrap().to_owned();
+        assert!(!password.is_empty(), "{service}: an empty NATS password");
+        assert!(
+            connect(user.clone(), password.clone()).await,
+            "{service}: {user} was refused"
+        );
+        assert!(
+            !connect(user.clone(), format!("{password}x")).await,
+            "{service}: {user} got in with a wrong password"
+        );
+    }
+    let _ = nats.kill().await;
 }

@@ -61,7 +61,14 @@ async fn the_images_root_filesystem_runs_a_workflow_as_nonroot() {
     .chain(["/usr/local/bin/hcpflow"])
     .map(str::to_owned)
     .collect();
-    let mut server = Server::start_program(program, env, &prefix, &["--metrics-addr", &addr]).await;
+    let mut server = Server::start_program(
+        program,
+        env,
+        &prefix,
+        &["--metrics-addr", &addr],
+        scratch.0.join("server.log"),
+    )
+    .await;
     let id = format!("{prefix}-chain");
     let reply = server
         .start_workflow("noop_chain", &id, json!({"steps": 3}))
@@ -71,6 +78,16 @@ async fn the_images_root_filesystem_runs_a_workflow_as_nonroot() {
         server.wait_terminal(&id, Duration::from_secs(60)).await,
         "completed"
     );
+    if running_as_root() {
+        // chroot switched to the image's user before running hcpflow (the same process).
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", server.pid().unwrap())).unwrap();
+        let uids = status.lines().find_map(|l| l.strip_prefix("Uid:")).unwrap();
+        assert!(
+            uids.split_whitespace().all(|uid| uid == "65532"),
+            "hcpflow runs as {uids}"
+        );
+    }
     let ready = http_get(&addr, "/readyz").await;
     assert!(ready.starts_with("HTTP/1.1 200 "), "{ready}");
     let status = server.stop().await;

@@ -29,6 +29,7 @@ mod rbac;
 mod regions;
 mod rollback;
 mod rotation;
+mod scale_out;
 mod secrets;
 mod storm;
 mod submit;

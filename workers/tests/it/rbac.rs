@@ -155,3 +155,64 @@ fn the_shipped_rules_are_read_whole() {
     );
     assert_eq!(refused.len(), 2, "{refused:?}");
 }
+
+/// Every Role and ClusterRole of rbac.yaml is bound, to the activity workers' service
+/// account alone, by a binding that names a role of the file (a Role of its own
+/// namespace).
+#[test]
+fn the_rules_are_bound_to_the_activity_workers_alone() {
+    let objects: Vec<Value> = serde_yaml_ng::Deserializer::from_str(RBAC)
+        .map(|document| Value::deserialize(document).unwrap())
+        .collect();
+    let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
+    // (kind, namespace or "", name) of each role, and of each binding's roleRef.
+    let roles: BTreeSet<(String, String, String)> = objects
+        .iter()
+        .filter(|o| matches!(o["kind"].as_str(), Some("Role" | "ClusterRole")))
+        .map(|o| {
+            let metadata = &o["metadata"];
+            (
+                text(&o["kind"]),
+                text(&metadata["namespace"]),
+                text(&metadata["name"]),
+            )
+        })
+        .collect();
+    let mut bound = BTreeSet::new();
+    for binding in objects.iter().filter(|o| {
+        matches!(
+            o["kind"].as_str(),
+            Some("RoleBinding" | "ClusterRoleBinding")
+        )
+    }) {
+        let role_ref = &binding["roleRef"];
+        let namespace = text(&binding["metadata"]["namespace"]);
+        let role = (
+            text(&role_ref["kind"]),
+            namespace.clone(),
+            text(&role_ref["name"]),
+        );
+        let role = match role.0.as_str() {
+            "ClusterRole" => (role.0, String::new(), role.2),
+            _ => role,
+        };
+        assert!(
+            roles.contains(&role),
+            "{binding:?} names no role of the file"
+        );
+        let subjects: Vec<(String, String, String)> = binding["subjects"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|s| (text(&s["kind"]), text(&s["namespace"]), text(&s["name"])))
+            .collect();
+        let activity = (
+            "ServiceAccount".into(),
+            "hcpflow".into(),
+            "hcpflow-activity".into(),
+        );
+        assert_eq!(subjects, [activity], "{binding:?}");
+        bound.insert(role);
+    }
+    assert_eq!(bound, roles, "a role nothing binds");
+}

@@ -114,18 +114,20 @@ impl Server {
         Self::launch(env, prefix, extra, client, None).await
     }
 
-    /// As `start`, with `hcpflow` run by `program` (e.g. `chroot ... /usr/local/bin/hcpflow`).
+    /// As `start`, with `hcpflow` run by `program` (e.g. `chroot ... /usr/local/bin/hcpflow`)
+    /// and its log at debug level appended to `log`.
     pub(crate) async fn start_program(
         program: Vec<String>,
         env: Vec<(String, String)>,
         prefix: &str,
         extra: &[&str],
+        log: std::path::PathBuf,
     ) -> Server {
         let client = async_nats::connect(env_value(&env, "HCPFLOW_NATS_URL"))
             .await
             .unwrap();
         let command = vec!["server".to_owned()];
-        Self::launch_command(env, prefix, program, command, extra, client, None).await
+        Self::launch_command(env, prefix, program, command, extra, client, Some(log)).await
     }
 
     /// `hcpflow` as cargo built it.
@@ -248,13 +250,25 @@ impl Server {
             if probe.is_some() {
                 return;
             }
-            assert!(
-                Instant::now() < deadline,
-                "hcpflow server with prefix {} did not start",
-                self.prefix
-            );
+            if Instant::now() >= deadline {
+                let log = self.log.as_ref().map_or_else(String::new, |path| {
+                    let text = std::fs::read_to_string(path).unwrap_or_default();
+                    let tail: Vec<&str> = text.lines().rev().take(40).collect();
+                    let tail: Vec<&str> = tail.into_iter().rev().collect();
+                    format!("; the end of its log:\n{}", tail.join("\n"))
+                });
+                panic!(
+                    "hcpflow server with prefix {} did not start{log}",
+                    self.prefix
+                );
+            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// The process id of the running server.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(Child::id)
     }
 
     /// SIGKILL: no shutdown, nothing flushed.
