@@ -442,6 +442,10 @@ write_env() {
   owner_pw=$(url_password pg-owner)
   app_pw=$(url_password pg-app)
   super_pw=$(url_password pg-superuser)
+  # The env file (and the secrets made for it) for this user only; what the script runs
+  # afterwards (`stack.sh run`: the tests, the files they build) keeps the caller's umask.
+  local umask_before
+  umask_before=$(umask)
   umask 077
   cat > "$dev/env.tmp" <<ENV
 # Written by deploy/dev/stack.sh for the local stack; load with: set -a; . .dev/env; set +a
@@ -471,6 +475,7 @@ HCPFLOW_DEV_PG_CA_FILE=$dev/pg-ca.pem
 HCPFLOW_AUDIT_SIGNING_KEY=$(secret audit-signing-key)
 ENV
   mv "$dev/env.tmp" "$dev/env"
+  umask "$umask_before"
 }
 
 # --- commands -------------------------------------------------------------------------

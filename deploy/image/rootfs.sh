@@ -15,6 +15,9 @@
 # nonroot user 65532 and its home, /tmp; no shell and no other program. Run it as the
 # image does:  chroot --userspec=65532:65532 OUT /usr/local/bin/hcpflow server
 set -euo pipefail
+# The image's files are world-readable whatever the caller's umask (a 077 one would leave
+# the nonroot user unable to reach its own binary).
+umask 022
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -49,7 +52,8 @@ done
 chmod 1777 "$out/tmp"
 chown 65532:65532 "$out/home/nonroot" 2>/dev/null || true
 
-if [[ $link == 1 ]] && ln "$binary" "$out/usr/local/bin/hcpflow" 2>/dev/null; then
+# A link shares the binary's mode: only one that everybody may run is linked.
+if [[ $link == 1 && $(stat -c %a "$binary") == 755 ]] && ln "$binary" "$out/usr/local/bin/hcpflow" 2>/dev/null; then
   :
 else
   install -m 0755 "$binary" "$out/usr/local/bin/hcpflow"
