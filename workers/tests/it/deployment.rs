@@ -214,6 +214,17 @@ impl Drop for Scratch {
     }
 }
 
+/// What make-secrets.sh writes, in a scratch directory of its own.
+fn made_secrets(name: &str) -> Scratch {
+    let scratch = Scratch(std::env::temp_dir().join(unique(name)));
+    let made = Command::new(compose_dir().join("make-secrets.sh"))
+        .env("HCPFLOW_COMPOSE_SECRETS", &scratch.0)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    scratch
+}
+
 #[test]
 fn the_settings_make_secrets_writes_are_accepted_by_hcpflow_and_nats_server() {
     let Some(env) =
@@ -221,12 +232,7 @@ fn the_settings_make_secrets_writes_are_accepted_by_hcpflow_and_nats_server() {
     else {
         return;
     };
-    let scratch = Scratch(std::env::temp_dir().join(unique("compose-secrets")));
-    let made = Command::new(compose_dir().join("make-secrets.sh"))
-        .env("HCPFLOW_COMPOSE_SECRETS", &scratch.0)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{made:?}");
+    let scratch = made_secrets("compose-secrets");
 
     for (service, user) in [
         ("migrate", "hcpflow-migrate"),
@@ -291,12 +297,7 @@ async fn each_services_nats_user_connects_with_the_password_it_was_given() {
     let Some(env) = stack("each_services_nats_user_connects_with_the_password_it_was_given") else {
         return;
     };
-    let scratch = Scratch(std::env::temp_dir().join(unique("compose-nats")));
-    let made = Command::new(compose_dir().join("make-secrets.sh"))
-        .env("HCPFLOW_COMPOSE_SECRETS", &scratch.0)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{made:?}");
+    let scratch = made_secrets("compose-nats");
     let port = crate::support::free_port();
     let conf = std::fs::read_to_string(compose_dir().join("nats-server.conf"))
         .unwrap()
