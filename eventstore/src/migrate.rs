@@ -63,6 +63,21 @@ pub async fn applied_version(pool: &PgPool) -> Result<Option<i64>> {
     Ok(version)
 }
 
+/// Whether the database's schema serves this build: at its newest migration, or newer
+/// (a later release's, migrated ahead of a rolling restart: migrations only add, so this
+/// build still runs on it). `Err` says why not, in words an operator acts on.
+pub async fn schema_serves_this_build(pool: &PgPool) -> std::result::Result<i64, String> {
+    let expected = expected_version();
+    match applied_version(pool).await {
+        Ok(Some(applied)) if applied >= expected => Ok(applied),
+        Ok(Some(applied)) => Err(format!(
+            "schema at migration {applied}, this build needs {expected}: run `hcpflow migrate`"
+        )),
+        Ok(None) => Err("no migration has run: run `hcpflow migrate`".to_owned()),
+        Err(error) => Err(format!("reading the schema's version failed: {error}")),
+    }
+}
+
 /// Connects with the owner's URL and runs [`run`].
 pub async fn run_with_url(owner_url: &str, application_role: Option<&str>) -> Result<()> {
     let pool = sqlx::postgres::PgPoolOptions::new()

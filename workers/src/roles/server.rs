@@ -127,18 +127,15 @@ async fn wait_for_schema(
     store: &EventStore,
     mut shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
-    let expected = hcpflow_eventstore::migrate::expected_version();
     let mut said = None;
     loop {
-        let found = match hcpflow_eventstore::migrate::applied_version(store.pool()).await {
-            Ok(Some(applied)) if applied >= expected => return Ok(()),
-            Ok(Some(applied)) => format!("the schema is at migration {applied}"),
-            Ok(None) => "no migration has run".to_owned(),
-            Err(error) => format!("reading the schema's version failed: {error}"),
+        let why = match hcpflow_eventstore::migrate::schema_serves_this_build(store.pool()).await {
+            Ok(_) => return Ok(()),
+            Err(why) => why,
         };
-        if said.as_ref() != Some(&found) {
-            tracing::warn!(expected, %found, "waiting for `hcpflow migrate` before starting any role");
-            said = Some(found);
+        if said.as_ref() != Some(&why) {
+            tracing::warn!(%why, "waiting for the schema before starting any role");
+            said = Some(why);
         }
         tokio::select! {
             _ = shutdown.changed() => anyhow::bail!("stopped while waiting for the schema to be migrated"),

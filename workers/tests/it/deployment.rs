@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_yaml_ng::Value;
 
-use crate::support::{env_value, stack, unique};
+use crate::support::{env_value, stack, unique, Scratch};
 
 fn compose_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/compose")
@@ -202,15 +202,6 @@ fn only_the_activity_service_holds_cloud_credentials_and_only_migrate_the_owners
         );
         let owner_password = mounted.contains("postgres-owner-password");
         assert_eq!(owner_password, name == "postgres", "service {name}");
-    }
-}
-
-/// A directory removed when the test ends.
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

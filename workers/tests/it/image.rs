@@ -7,16 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::{free_port, http_get, stack, unique, Server};
-
-/// A directory removed when the test ends, however it ends.
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::support::{free_port, http_get, stack, unique, Scratch, Server};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

@@ -65,6 +65,15 @@ pub(crate) fn stack(test: &str) -> Option<Vec<(String, String)>> {
     None
 }
 
+/// A directory of a test's own, removed when the test ends, however it ends.
+pub(crate) struct Scratch(pub std::path::PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A prefix no other test or run uses.
 pub(crate) fn unique(name: &str) -> String {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
