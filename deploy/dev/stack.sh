@@ -274,11 +274,13 @@ start_postgres() {
   fi
   ensure_postgres_tls "$data"
   log "starting postgres on 127.0.0.1:$pg_port (fsync and synchronous_commit $pg_durability; TLS offered, with the test CA in $dev/pg-ca.pem)"
+  # 500 connections: the tests run several split deployments at once, each process with
+  # a pool sized by its roles (README, --database-pool-size).
   # setsid runs the server in its own session so it outlives this shell; as root it
   # then drops to the postgres user with setpriv, which execs, so $! is the server.
   setsid bash -c 'exec "$@"' _ $(is_root && echo setpriv --reuid=postgres --regid=postgres --init-groups --) \
     "$pg_bin/postgres" -D "$data" -p "$pg_port" -c listen_addresses=127.0.0.1 \
-    -c unix_socket_directories= -c max_connections=200 -c fsync=$pg_durability -c synchronous_commit=$pg_durability \
+    -c unix_socket_directories= -c max_connections=500 -c fsync=$pg_durability -c synchronous_commit=$pg_durability \
     -c ssl=on \
     >> "$dev/logs/postgres.log" 2>&1 < /dev/null &
   echo $! > "$(pidfile postgres)"
@@ -438,6 +440,7 @@ KUBECONFIG
 # --- env file -------------------------------------------------------------------------
 
 write_env() {
+  if [[ -z ${pg_bin:-} ]]; then find_postgres || true; fi
   local owner_pw app_pw super_pw
   owner_pw=$(url_password pg-owner)
   app_pw=$(url_password pg-app)
@@ -472,6 +475,8 @@ HCPFLOW_INPUT_DIGEST_KEY=$(secret input-digest-key)
 HCPFLOW_DEV_NATS_SERVER=$venv/bin/nats-server
 # The CA of the stack's Postgres certificate (sslmode=verify-full&sslrootcert=...).
 HCPFLOW_DEV_PG_CA_FILE=$dev/pg-ca.pem
+# Postgres's programs, for tests that run a server of their own (deploy/dev/pg-pair.sh).
+HCPFLOW_DEV_PG_BIN=${pg_bin:-}
 HCPFLOW_AUDIT_SIGNING_KEY=$(secret audit-signing-key)
 ENV
   mv "$dev/env.tmp" "$dev/env"

@@ -15,6 +15,9 @@
 //! the crate `hcpflow-protocol`; the offline audit (export format, evidence, replay) is
 //! the crate `hcpflow-audit`.
 
+// `hcpflow config` prints every setting in one `json!` literal, deeper than the default limit.
+#![recursion_limit = "256"]
+
 pub mod api;
 pub mod catalog;
 pub mod cli;

@@ -14,6 +14,8 @@ use hcpflow_engine::{Seq, TenantId, WorkflowId};
 
 /// How long one request may wait for its reply.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a request is sent again while no server answers its subject.
+const NO_SERVER_PATIENCE: Duration = Duration::from_secs(5);
 /// The page sizes the paging calls ask for: the most the server gives for workflows;
 /// fewer events, which can be large, so a page stays well under NATS's payload limit.
 const WORKFLOW_PAGE: u32 = 1000;
@@ -26,7 +28,7 @@ pub enum CallError {
     #[error(transparent)]
     Refused(#[from] ApiError),
     /// Nobody answers on the API subject: no server runs the API role.
-    #[error("no hcpflow server answers on {subject} (is `hcpflow server` running, with the same --nats-url and prefix?)")]
+    #[error("no hcpflow server answers on {subject} (for {NO_SERVER_PATIENCE:?}; is `hcpflow server` running, with the same --nats-url and prefix?)")]
     NoServer { subject: String },
     #[error("no reply on {subject} in {REQUEST_TIMEOUT:?}")]
     TimedOut { subject: String },
@@ -66,25 +68,38 @@ impl ApiClient {
 
         let subject = self.subjects.tenant_api(&self.tenant, verb);
         let payload = serde_json::to_vec(&body).unwrap_or_default();
-        let request = async_nats::Request::new()
-            .payload(payload.into())
-            .timeout(Some(REQUEST_TIMEOUT));
-        let reply = self
-            .client
-            .send_request(subject.clone(), request)
-            .await
-            .map_err(|error| match error.kind() {
-                RequestErrorKind::NoResponders => CallError::NoServer {
-                    subject: subject.clone(),
-                },
-                RequestErrorKind::TimedOut => CallError::TimedOut {
-                    subject: subject.clone(),
-                },
-                _ => CallError::Transport {
-                    subject: subject.clone(),
-                    message: error.to_string(),
-                },
-            })?;
+        // "No responders" means no server got the request: sending it again is safe for
+        // every verb. It bridges the moment a server restarts, or its subscription moves
+        // to another node of a NATS cluster that lost one.
+        let started = tokio::time::Instant::now();
+        let mut pause = Duration::from_millis(50);
+        let reply = loop {
+            let request = async_nats::Request::new()
+                .payload(payload.clone().into())
+                .timeout(Some(REQUEST_TIMEOUT));
+            match self.client.send_request(subject.clone(), request).await {
+                Err(error)
+                    if error.kind() == RequestErrorKind::NoResponders
+                        && started.elapsed() + pause < NO_SERVER_PATIENCE =>
+                {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                other => break other,
+            }
+        };
+        let reply = reply.map_err(|error| match error.kind() {
+            RequestErrorKind::NoResponders => CallError::NoServer {
+                subject: subject.clone(),
+            },
+            RequestErrorKind::TimedOut => CallError::TimedOut {
+                subject: subject.clone(),
+            },
+            _ => CallError::Transport {
+                subject: subject.clone(),
+                message: error.to_string(),
+            },
+        })?;
         let mut reply: Value =
             serde_json::from_slice(&reply.payload).map_err(|error| CallError::Transport {
                 subject: subject.clone(),

@@ -50,6 +50,19 @@ pub struct NatsConfig {
     pub inbox_prefix: Option<String>,
 }
 
+impl NatsConfig {
+    /// The servers `url` names: one URL, or several separated by commas (the nodes of a
+    /// cluster; the client moves to another when the one it uses goes away, and learns
+    /// the rest of the cluster from whichever it reaches).
+    pub fn servers(&self) -> Vec<&str> {
+        self.url
+            .split(',')
+            .map(str::trim)
+            .filter(|url| !url.is_empty())
+            .collect()
+    }
+}
+
 /// Adds the client's identity beyond user, password and token: a client certificate,
 /// an nkey, or a `.creds` file. An unreadable file is an error at once, naming it.
 async fn with_identity(
@@ -109,7 +122,7 @@ pub async fn connect(config: &NatsConfig, name: &str) -> anyhow::Result<async_na
             options = options.custom_inbox_prefix(prefix.clone());
         }
         options = with_identity(options, config).await?;
-        let error = match options.connect(config.url.as_str()).await {
+        let error = match options.connect(config.servers().as_slice()).await {
             Ok(client) => return Ok(client),
             Err(error) => error,
         };
@@ -117,6 +130,9 @@ pub async fn connect(config: &NatsConfig, name: &str) -> anyhow::Result<async_na
             ConnectErrorKind::Authentication | ConnectErrorKind::AuthorizationViolation => {
                 Some("NATS refused the credentials (HCPFLOW_NATS_USER/PASSWORD or TOKEN)")
             }
+            ConnectErrorKind::ServerParse => Some(
+                "HCPFLOW_NATS_URL is not a NATS URL, nor a comma-separated list of them",
+            ),
             ConnectErrorKind::Tls => Some(
                 "TLS with NATS failed (is the server's certificate signed by HCPFLOW_NATS_CA_FILE?)",
             ),

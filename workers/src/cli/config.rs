@@ -48,6 +48,9 @@ pub struct Config {
     pub workflow_concurrency: usize,
     /// Activity attempts run at once by one process.
     pub activity_concurrency: usize,
+    /// Postgres connections this process may hold; unset, sized from its roles
+    /// (`database_pool_size`).
+    pub database_pool_size: Option<u32>,
     /// Activity task queues this process serves.
     pub task_queues: Vec<String>,
     /// The NATS streams' replicas and bounds (applied where this process migrates).
@@ -100,6 +103,7 @@ pub struct ConfigFile {
     pub metrics_addr: Option<SocketAddr>,
     pub workflow_concurrency: Option<usize>,
     pub activity_concurrency: Option<usize>,
+    pub database_pool_size: Option<u32>,
     pub task_queues: Option<Vec<String>>,
     pub builtin_workflows: Option<bool>,
     pub stream_replicas: Option<usize>,
@@ -179,6 +183,9 @@ pub struct ConfigArgs {
     pub workflow_concurrency: Option<usize>,
     #[arg(long, env = "HCPFLOW_ACTIVITY_CONCURRENCY")]
     pub activity_concurrency: Option<usize>,
+    /// Postgres connections one process may hold (default: sized from its roles).
+    #[arg(long, env = "HCPFLOW_DATABASE_POOL_SIZE")]
+    pub database_pool_size: Option<u32>,
     /// Activity task queues to serve, comma-separated.
     #[arg(long, env = "HCPFLOW_TASK_QUEUES", value_delimiter = ',')]
     pub task_queues: Option<Vec<String>>,
@@ -431,6 +438,7 @@ impl Config {
             "metrics_addr": self.metrics_addr.map(|addr| addr.to_string()),
             "workflow_concurrency": self.workflow_concurrency,
             "activity_concurrency": self.activity_concurrency,
+            "database_pool_size": self.database_pool_size,
             "task_queues": self.task_queues,
             "builtin_workflows": self.builtin_workflows,
             "stream_replicas": self.stream_limits.replicas,
@@ -688,6 +696,10 @@ impl ConfigArgs {
                 .or(file.activity_concurrency)
                 .unwrap_or(64)
                 .max(1),
+            database_pool_size: self
+                .database_pool_size
+                .or(file.database_pool_size)
+                .map(|size| size.max(2)),
             task_queues,
             builtin_workflows: self
                 .builtin_workflows

@@ -247,10 +247,9 @@ impl Process {
         if let Some(admin) = &config.database_admin_url {
             migrate::database(admin.expose(), Some(config.database_url.expose())).await?;
         }
-        let pool_size =
-            u32::try_from(config.workflow_concurrency + config.activity_concurrency / 2 + 8)
-                .unwrap_or(64)
-                .min(96);
+        let pool_size = config
+            .database_pool_size
+            .unwrap_or_else(|| default_pool_size(&config, roles));
         // Steps of different workflows that are ready together share a statement and a
         // commit (group commit).
         let store = EventStore::connect(config.database_url.expose(), pool_size)
@@ -510,6 +509,22 @@ impl Running {
         }
         failure
     }
+}
+
+/// Postgres connections a process needs for its roles: one per workflow task in flight
+/// where workflows run, one per two activity attempts where activities run (an attempt
+/// takes one only to record what it did), and eight for the group-commit writers,
+/// the relay, the timers and the API. Sized by role, several processes of a split
+/// deployment fit in one Postgres's `max_connections`.
+fn default_pool_size(config: &Config, roles: &[Role]) -> u32 {
+    let mut size = 8;
+    if roles.contains(&Role::Workflow) {
+        size += config.workflow_concurrency;
+    }
+    if roles.contains(&Role::Activity) {
+        size += config.activity_concurrency / 2;
+    }
+    u32::try_from(size).unwrap_or(u32::MAX).min(96)
 }
 
 /// Turns SIGINT or SIGTERM into a shutdown signal.

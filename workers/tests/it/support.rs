@@ -312,15 +312,25 @@ impl Server {
             .await
     }
 
+    /// The reply to one request, or `None` after 10 s without one. Sent again while no
+    /// server answers the subject (none got it), as the API client does.
     pub(crate) async fn try_api_raw(&self, verb: &str, body: Vec<u8>) -> Option<Value> {
         let subject = format!("{}.api.v1.{verb}", self.prefix);
-        let reply = tokio::time::timeout(
-            Duration::from_secs(10),
-            self.client.request(subject, body.into()),
-        )
-        .await
-        .ok()?
-        .ok()?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let reply = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let request = self.client.request(subject.clone(), body.clone().into());
+            match tokio::time::timeout(left, request).await.ok()? {
+                Ok(reply) => break reply,
+                Err(error)
+                    if error.kind() == async_nats::RequestErrorKind::NoResponders
+                        && Instant::now() + Duration::from_millis(200) < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(_) => return None,
+            }
+        };
         serde_json::from_slice(&reply.payload).ok()
     }
 
