@@ -4,6 +4,9 @@
 #
 #   all-in-one  `hcpflow server` (every role in one process)
 #   split       `hcpflow worker --role api,workflow,relay,timer` + `hcpflow worker --role activity`
+#   scale-out   `hcpflow worker --role api` + two `--role workflow,relay,timer` + two
+#               `--role activity` (what workers/tests/it/scale_out.rs runs; not in the
+#               default BENCH_CONFIGS)
 #
 # It runs a stack of its own (Postgres and NATS only, on ports apart from the dev
 # stack's, a fresh database every time, in $HCPFLOW_BENCH_DIR), the settings below
@@ -81,6 +84,16 @@ start_config() {
       servers+=($!)
       "$hcpflow" worker --role activity >> "$logs/activity.log" 2>&1 &
       servers+=($!) ;;
+    scale-out)
+      "$hcpflow" worker --role api >> "$logs/api.log" 2>&1 &
+      servers+=($!)
+      local n
+      for n in 1 2; do
+        "$hcpflow" worker --role workflow,relay,timer >> "$logs/engine-$n.log" 2>&1 &
+        servers+=($!)
+        "$hcpflow" worker --role activity >> "$logs/activity-$n.log" 2>&1 &
+        servers+=($!)
+      done ;;
     *) log "unknown configuration $1"; exit 2 ;;
   esac
   for _ in $(seq 1 100); do

@@ -223,6 +223,26 @@ impl EventStore {
         Ok(commits)
     }
 
+    /// How many workflows whose id starts with `prefix` have not ended (a benchmark's
+    /// run, by its ids).
+    pub async fn count_unfinished_with_prefix(&self, prefix: &str) -> Result<i64> {
+        let pattern = format!(
+            "{}%",
+            prefix
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
+        let unfinished: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM workflows WHERE workflow_id LIKE $1 \
+             AND status IN ('pending', 'running', 'compensating')",
+        )
+        .bind(pattern)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(unfinished)
+    }
+
     /// Whether a commit here survives a crash of the machine: Postgres's `fsync` and
     /// `synchronous_commit` settings, as this connection sees them. A benchmark on a
     /// database without both measures commits that are not durable.

@@ -16,6 +16,18 @@ use hcpflow_engine::{Seq, TenantId, WorkflowId};
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a request is sent again while no server answers its subject.
 const NO_SERVER_PATIENCE: Duration = Duration::from_secs(5);
+/// How long a request answered `overloaded` is sent again.
+const OVERLOADED_PATIENCE: Duration = Duration::from_secs(300);
+
+/// `pause` times a factor between 0.5 and 1.5, so that clients refused together do not
+/// come back together.
+fn jittered(pause: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    pause.mul_f64(0.5 + f64::from(nanos % 1000) / 1000.0)
+}
+
 /// The page sizes the paging calls ask for: the most the server gives for workflows;
 /// fewer events, which can be large, so a page stays well under NATS's payload limit.
 const WORKFLOW_PAGE: u32 = 1000;
@@ -63,11 +75,31 @@ impl ApiClient {
     }
 
     /// Sends `body` to the tenant's `<verb>` subject; the reply's fields without `ok`.
+    /// A request the server answers `overloaded` (it did not look at it) is sent again
+    /// after the pause it suggests, give or take a random half, for up to
+    /// `OVERLOADED_PATIENCE`; then the `overloaded` error is returned.
     pub async fn call(&self, verb: &str, body: Value) -> Result<Value, CallError> {
+        let payload = serde_json::to_vec(&body).unwrap_or_default();
+        let started = tokio::time::Instant::now();
+        loop {
+            match self.call_once(verb, &payload).await {
+                Err(CallError::Refused(error))
+                    if error.code == ErrorCode::Overloaded
+                        && started.elapsed() < OVERLOADED_PATIENCE =>
+                {
+                    let suggested = Duration::from_millis(error.retry_after_ms.unwrap_or(100));
+                    tokio::time::sleep(jittered(suggested.min(Duration::from_secs(10)))).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One request, sent again only while no server answers its subject.
+    async fn call_once(&self, verb: &str, payload: &[u8]) -> Result<Value, CallError> {
         use async_nats::RequestErrorKind;
 
         let subject = self.subjects.tenant_api(&self.tenant, verb);
-        let payload = serde_json::to_vec(&body).unwrap_or_default();
         // "No responders" means no server got the request: sending it again is safe for
         // every verb. It bridges the moment a server restarts, or its subscription moves
         // to another node of a NATS cluster that lost one.
@@ -75,7 +107,7 @@ impl ApiClient {
         let mut pause = Duration::from_millis(50);
         let reply = loop {
             let request = async_nats::Request::new()
-                .payload(payload.clone().into())
+                .payload(payload.to_vec().into())
                 .timeout(Some(REQUEST_TIMEOUT));
             match self.client.send_request(subject.clone(), request).await {
                 Err(error)
@@ -117,7 +149,9 @@ impl ApiClient {
             .as_str()
             .unwrap_or("the server gave no message")
             .to_owned();
-        Err(ApiError::new(code, message).into())
+        let mut error = ApiError::new(code, message);
+        error.retry_after_ms = reply["error"]["retry_after_ms"].as_u64();
+        Err(error.into())
     }
 
     /// Sends a typed request to its verb; the reply's fields, typed.

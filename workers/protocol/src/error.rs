@@ -19,6 +19,9 @@ pub enum ErrorCode {
     /// reference).
     Forbidden,
     Unavailable,
+    /// The server has more requests waiting than it takes: this one was not looked at,
+    /// so sending it again (after `retry_after_ms`) is safe for every verb.
+    Overloaded,
     Internal,
     /// A code this client does not know (a newer server's): read, never sent.
     #[serde(other)]
@@ -36,6 +39,7 @@ impl ErrorCode {
             Self::NotFound => "not_found",
             Self::Forbidden => "forbidden",
             Self::Unavailable => "unavailable",
+            Self::Overloaded => "overloaded",
             Self::Internal => "internal",
             Self::Unknown => "unknown",
         }
@@ -48,6 +52,9 @@ impl ErrorCode {
 pub struct ApiError {
     pub code: ErrorCode,
     pub message: String,
+    /// How long the server suggests waiting before sending the request again
+    /// (`overloaded`).
+    pub retry_after_ms: Option<u64>,
 }
 
 impl ApiError {
@@ -55,6 +62,15 @@ impl ApiError {
         Self {
             code,
             message: message.into(),
+            retry_after_ms: None,
+        }
+    }
+
+    /// `overloaded`, with the pause the server suggests before a retry.
+    pub fn overloaded(message: impl Into<String>, retry_after: std::time::Duration) -> Self {
+        Self {
+            retry_after_ms: Some(u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX)),
+            ..Self::new(ErrorCode::Overloaded, message)
         }
     }
 
@@ -66,9 +82,13 @@ impl ApiError {
         Self::new(ErrorCode::Internal, message)
     }
 
-    /// `{"ok": false, "error": {"code", "message"}}`.
+    /// `{"ok": false, "error": {"code", "message"}}`, and `retry_after_ms` when set.
     pub fn to_reply(&self) -> Value {
-        json!({"ok": false, "error": {"code": self.code.as_str(), "message": self.message}})
+        let mut error = json!({"code": self.code.as_str(), "message": self.message});
+        if let Some(pause) = self.retry_after_ms {
+            error["retry_after_ms"] = json!(pause);
+        }
+        json!({"ok": false, "error": error})
     }
 }
 

@@ -13,10 +13,11 @@ use hcpflow_engine::event::{CancelRequested, SignalReceived};
 use hcpflow_engine::{Event, HistoryEvent, Seq, TenantId, WorkflowId};
 use hcpflow_eventstore::{Error as StoreError, WorkflowFilter, WorkflowSummary};
 use serde_json::{json, Map, Value};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 
 use crate::api::fields::{Fields, DEFAULT_PAGE};
 use crate::api::intake::{Intake, StartVerb};
+use crate::api::queue::RequestQueue;
 use crate::api::views::{cluster_view, history_entry, store_error, workflow_view};
 use crate::runtime::journal::Write;
 use hcpflow_protocol::subjects::StreamRole;
@@ -36,6 +37,8 @@ pub struct Api {
     pub max_signal_bytes: usize,
     /// Reported by `verify`, for callers without a key of their own.
     pub audit_public_key: Option<hcpflow_engine::AuditPublicKey>,
+    /// The requests handled at once and waiting; beyond them, `overloaded`.
+    pub queue: RequestQueue,
 }
 
 impl Api {
@@ -45,33 +48,46 @@ impl Api {
             .client
             .queue_subscribe(subjects.api_all(), "hcpflow-api".to_owned())
             .await?;
-        let permits = Arc::new(Semaphore::new(256));
+        // The loop never waits: each request waits for its turn in a task of its own, or
+        // is answered `overloaded` (api/queue.rs), so a burst is answered, not left to
+        // pile up unread until its clients give up.
         loop {
             let request = tokio::select! {
                 _ = shutdown.changed() => break,
                 request = requests.next() => request,
             };
             let Some(request) = request else { break };
-            let permit = permits.clone().acquire_owned().await?;
             let api = self.clone();
             tokio::spawn(async move {
-                api.answer(request).await;
-                drop(permit);
+                match api.queue.enter().await {
+                    Ok(_place) => api.answer(request).await,
+                    Err(refusal) => api.refuse(request, refusal).await,
+                }
             });
         }
         let _ = requests.unsubscribe().await;
         // Requests in flight get a bounded time to be answered, like tasks.
-        let drained = tokio::time::timeout(
-            crate::runtime::nats::SHUTDOWN_GRACE,
-            permits.acquire_many(256),
-        )
-        .await;
-        if drained.is_err() {
+        if !self.queue.drain(crate::runtime::nats::SHUTDOWN_GRACE).await {
             tracing::warn!(
                 "API requests still in flight at the shutdown deadline are left unanswered"
             );
         }
         Ok(())
+    }
+
+    /// Answers a request the queue did not let in (`overloaded`), without reading it.
+    async fn refuse(&self, request: async_nats::Message, refusal: ApiError) {
+        let Some(reply_to) = request.reply else {
+            return;
+        };
+        let metrics = &self.intake.journal.metrics;
+        metrics.api_requests.inc();
+        metrics.api_errors.inc();
+        metrics.api_overloaded.inc();
+        let body = serde_json::to_vec(&refusal.to_reply()).unwrap_or_default();
+        if let Err(error) = self.client.publish(reply_to, body.into()).await {
+            tracing::warn!(%error, "sending an API reply failed");
+        }
     }
 
     async fn answer(&self, request: async_nats::Message) {

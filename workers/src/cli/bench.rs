@@ -39,6 +39,100 @@ pub struct BenchArgs {
     /// Give up on a workflow after this many seconds.
     #[arg(long, default_value_t = 120)]
     pub timeout_secs: u64,
+    /// Start at most this many workflows a second (`2000` or `2000/s`), besides
+    /// `--concurrency`; by default as fast as the concurrency allows.
+    #[arg(long, value_parser = parse_ramp)]
+    pub ramp: Option<f64>,
+    /// Hand the starts over on the durable submit stream (JetStream, acknowledged once
+    /// stored) instead of the request/reply API: the way to submit very large batches.
+    #[arg(long)]
+    pub submit: bool,
+    /// The servers' metrics addresses (`host:port`, comma-separated): their peak
+    /// resident memory is read at the end and summed.
+    #[arg(long, value_delimiter = ',')]
+    pub server_metrics: Vec<String>,
+}
+
+/// `N` or `N/s`: starts per second.
+fn parse_ramp(text: &str) -> Result<f64, String> {
+    let number = text.strip_suffix("/s").unwrap_or(text);
+    match number.trim().parse::<f64>() {
+        Ok(rate) if rate > 0.0 && rate.is_finite() => Ok(rate),
+        _ => Err(format!("{text:?}: expected starts per second, e.g. 2000/s")),
+    }
+}
+
+/// Why a workflow of the run did not count as done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FailureKind {
+    /// The server answered the start with an error (`overloaded` for longer than the
+    /// client's patience included).
+    StartRefused,
+    /// No answer to the start, sent three times with the same id.
+    StartTimedOut,
+    /// The start could not be sent (NATS).
+    StartNotSent,
+    /// It ended, but not as expected (failed, compensated when it should complete...).
+    EndedOtherwise,
+    /// No terminal event within `--timeout-secs`.
+    DidNotFinish,
+}
+
+impl FailureKind {
+    fn label(self) -> &'static str {
+        match self {
+            Self::StartRefused => "start refused",
+            Self::StartTimedOut => "start timed out",
+            Self::StartNotSent => "start not sent",
+            Self::EndedOtherwise => "ended otherwise",
+            Self::DidNotFinish => "did not finish",
+        }
+    }
+}
+
+/// One workflow that did not count, and why.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub message: String,
+}
+
+impl Failure {
+    fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// Hands out start times `1/rate` apart.
+#[derive(Debug)]
+struct Ramp {
+    interval: Duration,
+    next: Mutex<Instant>,
+}
+
+impl Ramp {
+    fn new(rate: f64) -> Self {
+        Self {
+            interval: Duration::from_secs_f64(1.0 / rate),
+            next: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// Waits until this start's turn.
+    async fn wait_turn(&self) {
+        let turn = {
+            let Ok(mut next) = self.next.lock() else {
+                return;
+            };
+            let turn = (*next).max(Instant::now());
+            *next = turn + self.interval;
+            turn
+        };
+        tokio::time::sleep_until(turn.into()).await;
+    }
 }
 
 type Waiters = Arc<Mutex<HashMap<String, oneshot::Sender<String>>>>;
@@ -48,6 +142,13 @@ type Waiters = Arc<Mutex<HashMap<String, oneshot::Sender<String>>>>;
 pub struct BenchReport {
     pub completed: usize,
     pub failed: usize,
+    /// Failures by kind, each with the first message of its kind.
+    pub failures: std::collections::BTreeMap<FailureKind, (usize, String)>,
+    /// Workflows of the run the database still shows unfinished at the end (with
+    /// `--database-url`).
+    pub unfinished: Option<i64>,
+    /// The servers' summed peak resident memory (with `--server-metrics`).
+    pub server_peak_rss: Option<u64>,
     pub elapsed: Duration,
     pub latencies: Vec<Duration>,
     pub steps: u64,
@@ -95,8 +196,9 @@ pub async fn run(
     };
 
     let run_id = format!("bench-{}", chrono::Utc::now().format("%Y%m%d%H%M%S%3f"));
+    let ramp = args.ramp.map(Ramp::new);
     let started = Instant::now();
-    let outcomes: Vec<Result<Duration, String>> = futures::stream::iter(0..args.count)
+    let outcomes: Vec<Result<Duration, Failure>> = futures::stream::iter(0..args.count)
         .map(|n| {
             let request = StartRequest {
                 workflow_type: args.workflow.clone(),
@@ -104,7 +206,13 @@ pub async fn run(
                 input: input.clone(),
                 parent: None,
             };
-            run_one(&api, &waiters, request, args)
+            let (api, waiters, ramp) = (&api, &waiters, ramp.as_ref());
+            async move {
+                if let Some(ramp) = ramp {
+                    ramp.wait_turn().await;
+                }
+                run_one(api, waiters, request, args).await
+            }
         })
         .buffer_unordered(args.concurrency.max(1))
         .collect()
@@ -118,7 +226,30 @@ pub async fn run(
     };
     let mut report = BenchReport::tally(outcomes, elapsed, args.steps, commits);
     report.durability = durability;
+    if let Some(store) = &store {
+        report.unfinished = Some(store.count_unfinished_with_prefix(&run_id).await?);
+    }
+    if !args.server_metrics.is_empty() {
+        report.server_peak_rss = Some(servers_peak_rss(&args.server_metrics).await?);
+    }
     Ok(report)
+}
+
+/// The sum of the servers' `hcpflow_process_peak_resident_memory_bytes`.
+async fn servers_peak_rss(addresses: &[String]) -> anyhow::Result<u64> {
+    let mut total = 0;
+    for address in addresses {
+        let text = crate::runtime::ops_http::get_text(address, "/metrics")
+            .await
+            .with_context(|| format!("reading the metrics of {address}"))?;
+        let bytes = text
+            .lines()
+            .find_map(|line| line.strip_prefix("hcpflow_process_peak_resident_memory_bytes "))
+            .and_then(|value| value.trim().parse::<f64>().ok())
+            .with_context(|| format!("{address} reports no peak resident memory"))?;
+        total += bytes as u64;
+    }
+    Ok(total)
 }
 
 /// Hands each terminal event on the events stream to the run waiting for it.
@@ -152,9 +283,12 @@ async fn run_one(
     waiters: &Waiters,
     request: StartRequest,
     args: &BenchArgs,
-) -> Result<Duration, String> {
+) -> Result<Duration, Failure> {
     let Some(workflow_id) = request.workflow_id.clone() else {
-        return Err("the bench made an invalid workflow id".into());
+        return Err(Failure::new(
+            FailureKind::StartNotSent,
+            "the bench made an invalid workflow id",
+        ));
     };
     let timeout = Duration::from_secs(args.timeout_secs);
     let expected = if args.fail_at.is_some() {
@@ -167,34 +301,120 @@ async fn run_one(
         w.insert(workflow_id.to_string(), sender);
     }
     let begin = Instant::now();
-    api.request(&request)
-        .await
-        .map_err(|e| format!("start of {workflow_id}: {e}"))?;
+    let sent = if args.submit {
+        submit(api, &request).await
+    } else {
+        start(api, &request).await
+    };
+    if let Err(failure) = sent {
+        if let Ok(mut w) = waiters.lock() {
+            w.remove(workflow_id.as_str());
+        }
+        return Err(failure);
+    }
     match tokio::time::timeout(timeout, receiver).await {
         Ok(Ok(kind)) if kind == expected => Ok(begin.elapsed()),
-        Ok(Ok(kind)) => Err(format!("{workflow_id} ended with {kind}")),
-        _ => Err(format!("{workflow_id} did not finish in {timeout:?}")),
+        Ok(Ok(kind)) => Err(Failure::new(
+            FailureKind::EndedOtherwise,
+            format!("{workflow_id} ended with {kind}"),
+        )),
+        _ => Err(Failure::new(
+            FailureKind::DidNotFinish,
+            format!("{workflow_id} did not finish in {timeout:?}"),
+        )),
+    }
+}
+
+/// How many times a start or a submission is sent with the same id when no answer comes:
+/// the server records it once however many arrive.
+const SEND_ATTEMPTS: usize = 3;
+
+/// Starts through the API. `overloaded` is retried by the client itself; a start left
+/// unanswered is sent again with the same id.
+async fn start(api: &ApiClient, request: &StartRequest) -> Result<(), Failure> {
+    use hcpflow_protocol::CallError;
+    let mut attempt = 1;
+    loop {
+        match api.request(request).await {
+            Ok(_) => return Ok(()),
+            Err(CallError::TimedOut { .. }) if attempt < SEND_ATTEMPTS => attempt += 1,
+            Err(error @ CallError::TimedOut { .. }) => {
+                return Err(Failure::new(
+                    FailureKind::StartTimedOut,
+                    format!("start, sent {SEND_ATTEMPTS} times: {error}"),
+                ))
+            }
+            Err(error @ CallError::Refused(_)) => {
+                return Err(Failure::new(
+                    FailureKind::StartRefused,
+                    format!("start: {error}"),
+                ))
+            }
+            Err(error) => {
+                return Err(Failure::new(
+                    FailureKind::StartNotSent,
+                    format!("start: {error}"),
+                ))
+            }
+        }
+    }
+}
+
+/// Publishes the start on the submit stream, its workflow id as `Nats-Msg-Id`, and waits
+/// until JetStream has stored it; an unacknowledged publish is sent again (JetStream
+/// drops the copy).
+async fn submit(api: &ApiClient, request: &StartRequest) -> Result<(), Failure> {
+    let js = async_nats::jetstream::new(api.client.clone());
+    let body = serde_json::to_vec(request).unwrap_or_default();
+    let id = request
+        .workflow_id
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let mut attempt = 1;
+    loop {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", id.as_str());
+        let stored = match js
+            .publish_with_headers(api.subjects.submit_start(), headers, body.clone().into())
+            .await
+        {
+            Ok(ack) => ack.await.map(|_| ()).map_err(|e| e.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        match stored {
+            Ok(()) => return Ok(()),
+            Err(_) if attempt < SEND_ATTEMPTS => attempt += 1,
+            Err(error) => {
+                return Err(Failure::new(
+                    FailureKind::StartTimedOut,
+                    format!("submit, sent {SEND_ATTEMPTS} times: {error}"),
+                ))
+            }
+        }
     }
 }
 
 impl BenchReport {
-    /// The report of a run: latencies sorted, the first five failures printed.
+    /// The report of a run: latencies sorted, failures counted by kind.
     fn tally(
-        outcomes: Vec<Result<Duration, String>>,
+        outcomes: Vec<Result<Duration, Failure>>,
         elapsed: Duration,
         steps: u32,
         commits: Option<i64>,
     ) -> Self {
         let mut latencies = Vec::new();
+        let mut failures = std::collections::BTreeMap::new();
         let mut failed = 0;
         for outcome in outcomes {
             match outcome {
                 Ok(latency) => latencies.push(latency),
-                Err(error) => {
+                Err(failure) => {
                     failed += 1;
-                    if failed <= 5 {
-                        eprintln!("bench: {error}");
-                    }
+                    failures
+                        .entry(failure.kind)
+                        .or_insert((0, failure.message))
+                        .0 += 1;
                 }
             }
         }
@@ -202,6 +422,9 @@ impl BenchReport {
         BenchReport {
             completed: latencies.len(),
             failed,
+            failures,
+            unfinished: None,
+            server_peak_rss: None,
             elapsed,
             steps: latencies.len() as u64 * u64::from(steps),
             latencies,
@@ -234,6 +457,15 @@ impl BenchReport {
             "  completed      {} ({} failed) in {:.2} s",
             self.completed, self.failed, seconds
         );
+        for (kind, (count, example)) in &self.failures {
+            println!("  {:<14} {count}  (e.g. {example})", kind.label());
+        }
+        if let Some(rate) = args.ramp {
+            println!("  ramp           {rate} starts/s");
+        }
+        if args.submit {
+            println!("  submitted      on the durable submit stream");
+        }
         println!("  workflows/s    {:.1}", self.completed as f64 / seconds);
         println!("  steps/s        {:.1}", self.steps as f64 / seconds);
         println!(
@@ -263,6 +495,12 @@ impl BenchReport {
                 durability.fsync, durability.synchronous_commit
             ),
             None => println!("  postgres       durability unknown (give --database-url)"),
+        }
+        if let Some(unfinished) = self.unfinished {
+            println!("  unfinished     {unfinished} (of this run, still running in the database)");
+        }
+        if let Some(bytes) = self.server_peak_rss {
+            println!("  server RSS     {} MiB at most", bytes >> 20);
         }
     }
 }

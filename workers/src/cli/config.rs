@@ -51,6 +51,9 @@ pub struct Config {
     /// Postgres connections this process may hold; unset, sized from its roles
     /// (`database_pool_size`).
     pub database_pool_size: Option<u32>,
+    /// API requests handled at once, waiting, and how long one may wait; beyond them,
+    /// `overloaded`.
+    pub api_queue: crate::api::queue::QueueLimits,
     /// Activity task queues this process serves.
     pub task_queues: Vec<String>,
     /// The NATS streams' replicas and bounds (applied where this process migrates).
@@ -104,6 +107,9 @@ pub struct ConfigFile {
     pub workflow_concurrency: Option<usize>,
     pub activity_concurrency: Option<usize>,
     pub database_pool_size: Option<u32>,
+    pub api_concurrency: Option<usize>,
+    pub api_queue: Option<usize>,
+    pub api_queue_wait_ms: Option<u64>,
     pub task_queues: Option<Vec<String>>,
     pub builtin_workflows: Option<bool>,
     pub stream_replicas: Option<usize>,
@@ -186,6 +192,15 @@ pub struct ConfigArgs {
     /// Postgres connections one process may hold (default: sized from its roles).
     #[arg(long, env = "HCPFLOW_DATABASE_POOL_SIZE")]
     pub database_pool_size: Option<u32>,
+    /// API requests one process handles at once.
+    #[arg(long, env = "HCPFLOW_API_CONCURRENCY")]
+    pub api_concurrency: Option<usize>,
+    /// API requests that may wait for their turn; beyond them, `overloaded`.
+    #[arg(long, env = "HCPFLOW_API_QUEUE")]
+    pub api_queue: Option<usize>,
+    /// The longest an API request waits for its turn before it is answered `overloaded`.
+    #[arg(long, env = "HCPFLOW_API_QUEUE_WAIT_MS")]
+    pub api_queue_wait_ms: Option<u64>,
     /// Activity task queues to serve, comma-separated.
     #[arg(long, env = "HCPFLOW_TASK_QUEUES", value_delimiter = ',')]
     pub task_queues: Option<Vec<String>>,
@@ -439,6 +454,9 @@ impl Config {
             "workflow_concurrency": self.workflow_concurrency,
             "activity_concurrency": self.activity_concurrency,
             "database_pool_size": self.database_pool_size,
+            "api_concurrency": self.api_queue.concurrency,
+            "api_queue": self.api_queue.waiting,
+            "api_queue_wait_ms": self.api_queue.max_wait.as_millis() as u64,
             "task_queues": self.task_queues,
             "builtin_workflows": self.builtin_workflows,
             "stream_replicas": self.stream_limits.replicas,
@@ -700,6 +718,21 @@ impl ConfigArgs {
                 .database_pool_size
                 .or(file.database_pool_size)
                 .map(|size| size.max(2)),
+            api_queue: {
+                let default = crate::api::queue::QueueLimits::default();
+                crate::api::queue::QueueLimits {
+                    concurrency: self
+                        .api_concurrency
+                        .or(file.api_concurrency)
+                        .unwrap_or(default.concurrency)
+                        .max(1),
+                    waiting: self.api_queue.or(file.api_queue).unwrap_or(default.waiting),
+                    max_wait: self
+                        .api_queue_wait_ms
+                        .or(file.api_queue_wait_ms)
+                        .map_or(default.max_wait, std::time::Duration::from_millis),
+                }
+            },
             task_queues,
             builtin_workflows: self
                 .builtin_workflows

@@ -17,6 +17,7 @@ use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::api::intake::Intake;
+use crate::api::queue::RequestQueue;
 use crate::api::router::Api;
 use crate::api::submit::{intake_consumers, Submissions};
 use crate::catalog;
@@ -375,6 +376,7 @@ impl Process {
             max_body_bytes: self.config.max_body_bytes,
             max_signal_bytes: self.config.max_signal_bytes,
             audit_public_key: self.audit_key.as_ref().map(|k| *k.public_key()),
+            queue: RequestQueue::new(self.config.api_queue),
         });
         running.spawn("api", api.run(self.shutdown.clone()));
         for intake in intake_consumers(&self.subjects) {

@@ -25,6 +25,14 @@ const LATENCY_BUCKETS_SECONDS: [f64; 17] = [
     300.0, 900.0,
 ];
 
+/// This process's peak resident set size (Linux's `VmHWM`), if the system tells.
+fn peak_resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 /// A count that only goes up; exposed as `<name>_total`.
 #[derive(Debug, Default)]
 pub struct Counter(PromCounter<u64, AtomicU64>);
@@ -86,6 +94,8 @@ pub struct Metrics {
     pub duplicates_dropped: Counter,
     pub api_requests: Counter,
     pub api_errors: Counter,
+    /// Requests answered `overloaded` (among the errors).
+    pub api_overloaded: Counter,
     pub dead_lettered: Counter,
     pub swept: Counter,
     pub timers_fired: Counter,
@@ -93,6 +103,8 @@ pub struct Metrics {
     /// Age in milliseconds of the oldest row the relay last had to publish; 0 when it
     /// found none.
     pub outbox_lag_ms: Gauge,
+    /// The most memory this process has held resident (VmHWM), read at each render.
+    pub peak_rss_bytes: Gauge,
     pub workflow_task_time: Timing,
     pub activity_time: Timing,
     /// Handles to the metrics above (they share their values), registered under
@@ -103,6 +115,9 @@ pub struct Metrics {
 impl Metrics {
     /// The OpenMetrics text exposition of every metric, ending with `# EOF`.
     pub fn render(&self) -> String {
+        if let Some(bytes) = peak_resident_bytes() {
+            self.peak_rss_bytes.set(bytes);
+        }
         let registry = self.registry.get_or_init(|| self.register());
         let mut out = String::new();
         encode(&mut out, registry).expect("encoding metrics into a String cannot fail");
@@ -111,7 +126,7 @@ impl Metrics {
 
     /// The counters with their names (without the `hcpflow_` prefix and the `_total`
     /// suffix, which the encoder adds) and help texts.
-    fn counters(&self) -> [(&'static str, &'static str, &Counter); 15] {
+    fn counters(&self) -> [(&'static str, &'static str, &Counter); 16] {
         [
             ("workflow_tasks", "workflow tasks run", &self.workflow_tasks),
             (
@@ -161,6 +176,11 @@ impl Metrics {
                 &self.api_errors,
             ),
             (
+                "api_overloaded",
+                "API requests answered overloaded, unread (among the errors)",
+                &self.api_overloaded,
+            ),
+            (
                 "dead_lettered",
                 "submissions rejected to the dead-letter stream",
                 &self.dead_lettered,
@@ -192,6 +212,12 @@ impl Metrics {
             self.outbox_lag_ms.0.clone(),
         );
         registry.register_with_unit(
+            "process_peak_resident_memory",
+            "the most memory this process has held resident",
+            Unit::Bytes,
+            self.peak_rss_bytes.0.clone(),
+        );
+        registry.register_with_unit(
             "workflow_task",
             "time to run a workflow task that appended events",
             Unit::Seconds,
@@ -213,7 +239,7 @@ mod tests {
 
     /// Every sample name exposed before the move to `prometheus-client`: scrapers
     /// and dashboards depend on them.
-    const SAMPLE_NAMES: [&str; 20] = [
+    const SAMPLE_NAMES: [&str; 21] = [
         "hcpflow_workflow_tasks_total",
         "hcpflow_activity_tasks_total",
         "hcpflow_eager_activity_tasks_total",
@@ -225,6 +251,7 @@ mod tests {
         "hcpflow_duplicate_outcomes_dropped_total",
         "hcpflow_api_requests_total",
         "hcpflow_api_errors_total",
+        "hcpflow_api_overloaded_total",
         "hcpflow_dead_lettered_total",
         "hcpflow_swept_total",
         "hcpflow_timers_fired_total",
@@ -267,7 +294,14 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }
-        assert_eq!(text.matches("# TYPE ").count(), 18, "{text}");
+        assert_eq!(text.matches("# TYPE ").count(), 20, "{text}");
+    }
+
+    #[test]
+    fn the_peak_resident_memory_is_the_processs() {
+        let text = Metrics::default().render();
+        let bytes = sample(&text, "hcpflow_process_peak_resident_memory_bytes").unwrap();
+        assert!(bytes > 1_000_000.0, "{text}");
     }
 
     #[test]

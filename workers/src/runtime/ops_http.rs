@@ -125,6 +125,29 @@ pub async fn serve(
     }
 }
 
+/// The body of `GET path` on another process's endpoint at `addr` (`host:port`), if it
+/// answers 200 within [`REQUEST_WAIT`] (`hcpflow bench` reads the servers' metrics).
+pub async fn get_text(addr: &str, path: &str) -> anyhow::Result<String> {
+    use anyhow::Context;
+    let exchange = async {
+        let mut socket = tokio::net::TcpStream::connect(addr).await?;
+        let request = format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
+        socket.write_all(request.as_bytes()).await?;
+        let mut response = Vec::new();
+        socket.read_to_end(&mut response).await?;
+        anyhow::Ok(String::from_utf8_lossy(&response).into_owned())
+    };
+    let response = tokio::time::timeout(REQUEST_WAIT, exchange)
+        .await
+        .context("no answer in time")??;
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .context("not an HTTP response")?;
+    let status = head.lines().next().unwrap_or_default();
+    anyhow::ensure!(status.starts_with("HTTP/1.1 200"), "answered {status}");
+    Ok(body.to_owned())
+}
+
 /// The endpoint a request starting with `head` asks for.
 #[derive(Debug, PartialEq, Eq)]
 enum Endpoint {

@@ -24,6 +24,7 @@ mod image;
 mod kube_registry;
 mod limits;
 mod nats_cluster;
+mod overload;
 mod permissions;
 mod pg_failover;
 mod probes;
