@@ -48,6 +48,9 @@ pub struct Config {
     pub workflow_concurrency: usize,
     /// Activity attempts run at once by one process.
     pub activity_concurrency: usize,
+    /// Bytes of activity tasks this process's steps keep for itself while every
+    /// activity slot is taken, per task queue (0: none; they go through NATS).
+    pub activity_backlog_bytes: usize,
     /// Postgres connections this process may hold; unset, sized from its roles
     /// (`database_pool_size`).
     pub database_pool_size: Option<u32>,
@@ -107,6 +110,7 @@ pub struct ConfigFile {
     pub workflow_concurrency: Option<usize>,
     pub activity_concurrency: Option<usize>,
     pub database_pool_size: Option<u32>,
+    pub activity_backlog_bytes: Option<usize>,
     pub api_concurrency: Option<usize>,
     pub api_queue: Option<usize>,
     pub api_queue_wait_ms: Option<u64>,
@@ -192,6 +196,9 @@ pub struct ConfigArgs {
     /// Postgres connections one process may hold (default: sized from its roles).
     #[arg(long, env = "HCPFLOW_DATABASE_POOL_SIZE")]
     pub database_pool_size: Option<u32>,
+    /// Bytes of activity tasks a process keeps waiting for a slot, per task queue.
+    #[arg(long, env = "HCPFLOW_ACTIVITY_BACKLOG_BYTES")]
+    pub activity_backlog_bytes: Option<usize>,
     /// API requests one process handles at once.
     #[arg(long, env = "HCPFLOW_API_CONCURRENCY")]
     pub api_concurrency: Option<usize>,
@@ -454,6 +461,7 @@ impl Config {
             "workflow_concurrency": self.workflow_concurrency,
             "activity_concurrency": self.activity_concurrency,
             "database_pool_size": self.database_pool_size,
+            "activity_backlog_bytes": self.activity_backlog_bytes,
             "api_concurrency": self.api_queue.concurrency,
             "api_queue": self.api_queue.waiting,
             "api_queue_wait_ms": self.api_queue.max_wait.as_millis() as u64,
@@ -490,6 +498,10 @@ pub struct MigrateSettings {
 pub const DEFAULT_PREFIX: &str = "hcpflow";
 pub const DEFAULT_NATS_URL: &str = "nats://127.0.0.1:4222";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// 64 MiB of activity tasks waiting for a slot per task queue: tens of thousands of small
+/// ones (a task weighs its message plus 1 KiB).
+pub const DEFAULT_ACTIVITY_BACKLOG_BYTES: usize = 64 << 20;
 pub const DEFAULT_MAX_SIGNAL_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_SUBMIT_RETRY_SECS: u64 = 3600;
 pub const DEFAULT_AWS_REGION: &str = "us-east-1";
@@ -714,6 +726,10 @@ impl ConfigArgs {
                 .or(file.activity_concurrency)
                 .unwrap_or(64)
                 .max(1),
+            activity_backlog_bytes: self
+                .activity_backlog_bytes
+                .or(file.activity_backlog_bytes)
+                .unwrap_or(DEFAULT_ACTIVITY_BACKLOG_BYTES),
             database_pool_size: self
                 .database_pool_size
                 .or(file.database_pool_size)

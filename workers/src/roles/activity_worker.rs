@@ -8,7 +8,10 @@
 //! runner that dies mid-attempt stops extending its claim, and the task comes back),
 //! which its idempotency key makes safe.
 
+use std::collections::VecDeque;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,12 +22,14 @@ use hcpflow_engine::event::{
 };
 use hcpflow_engine::history::{accepts_activity_outcome, awaited_attempt, ActivityTask};
 use hcpflow_engine::{ActivityFailure, Event, Noted, RetryDecision, Seq, Timestamp};
-use hcpflow_eventstore::{AttemptClaim, Claimed, LedgerAction, LedgerEntry, NewTimer, TimerKind};
+use hcpflow_eventstore::{
+    AttemptClaim, Claimed, LedgerAction, LedgerEntry, NewTimer, OutboxMessage, TimerKind,
+};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::catalog::activities::{ActivityInput, ActivityRegistry, Ledger};
 use crate::runtime::dead_letter::DeadLetters;
-use crate::runtime::eager::{claim_of, LocalTask, LOCAL_LEASE};
+use crate::runtime::eager::{claim_of, LocalTask, Place, BACKLOG_WAIT, LOCAL_LEASE};
 use crate::runtime::journal::{to_datetime, Journal, Write};
 use crate::runtime::nats::ACK_WAIT;
 use crate::runtime::nats::{serve_tasks, Deliveries, SHUTDOWN_GRACE};
@@ -104,54 +109,26 @@ fn lost_claim(task: &ActivityTask) -> TaskError {
     }
 }
 
+/// A local task in the backlog, waiting for a slot until its deadline.
+struct Waiting {
+    task: ActivityTask,
+    message: OutboxMessage,
+    /// Its weight in the backlog's budget, given back when it leaves.
+    _room: OwnedSemaphorePermit,
+    deadline: tokio::time::Instant,
+}
+
 impl ActivityWorker {
     /// Runs tasks from NATS and the `local` tasks steps of this process hand over, until
     /// shutdown; then waits for every run in flight.
     pub async fn run(
         self: Arc<Self>,
         consumer: async_nats::jetstream::consumer::PullConsumer,
-        mut local: mpsc::UnboundedReceiver<LocalTask>,
+        local: mpsc::UnboundedReceiver<LocalTask>,
         shutdown: watch::Receiver<bool>,
     ) -> anyhow::Result<()> {
         let deliveries = Deliveries::new(consumer, "activity tasks");
-        let eager = {
-            let worker = self.clone();
-            let mut shutdown = shutdown.clone();
-            tokio::spawn(async move {
-                let mut running = tokio::task::JoinSet::new();
-                loop {
-                    let task = tokio::select! {
-                        _ = shutdown.changed() => break,
-                        Some(_) = running.join_next(), if !running.is_empty() => continue,
-                        task = local.recv() => task,
-                    };
-                    let Some(task) = task else { break };
-                    let worker = worker.clone();
-                    running.spawn(async move { worker.handle_local(task).await });
-                }
-                // Tasks still queued go to NATS for another process; the runs in flight
-                // finish and record their outcomes within the deadline the tasks from
-                // NATS have (one still running then is dropped: its claim lapses, and
-                // the sweeper publishes its task).
-                local.close();
-                while let Ok(queued) = local.try_recv() {
-                    worker
-                        .journal
-                        .hand_to_nats(&queued.task, &queued.message)
-                        .await;
-                }
-                let finished = async { while running.join_next().await.is_some() {} };
-                if tokio::time::timeout(SHUTDOWN_GRACE, finished)
-                    .await
-                    .is_err()
-                {
-                    tracing::warn!(
-                        running = running.len(),
-                        "local activities still running at the shutdown deadline are left to other workers"
-                    );
-                }
-            })
-        };
+        let eager = tokio::spawn(self.clone().run_local(local, shutdown.clone()));
         let slots = (self.slots.clone(), self.concurrency);
         let served = serve_tasks(
             deliveries,
@@ -175,16 +152,107 @@ impl ActivityWorker {
         served
     }
 
+    /// Runs the tasks steps of this process keep for themselves until shutdown: one with
+    /// a slot at once; one from the backlog once a slot frees, in the order they came,
+    /// or — after [`BACKLOG_WAIT`] without one — through NATS. Only running tasks have a
+    /// task (and its future's memory) of their own: thousands waiting cost their
+    /// messages.
+    async fn run_local(
+        self: Arc<Self>,
+        mut local: mpsc::UnboundedReceiver<LocalTask>,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        let mut running = tokio::task::JoinSet::new();
+        let mut backlog: VecDeque<Waiting> = VecDeque::new();
+        // One wait for a slot at a time, kept across turns of the loop so that it keeps
+        // its place among the waiters (tasks from NATS wait for the same slots).
+        let mut next_slot: Option<
+            Pin<Box<dyn Future<Output = Option<OwnedSemaphorePermit>> + Send>>,
+        > = None;
+        loop {
+            if next_slot.is_none() && !backlog.is_empty() {
+                let slots = self.slots.clone();
+                next_slot = Some(Box::pin(async move { slots.acquire_owned().await.ok() }));
+            }
+            let oldest_deadline = backlog.front().map(|waiting| waiting.deadline);
+            tokio::select! {
+                _ = shutdown.changed() => break,
+                Some(_) = running.join_next(), if !running.is_empty() => {}
+                task = local.recv() => {
+                    let Some(LocalTask { task, message, place }) = task else { break };
+                    match place {
+                        Place::Slot(slot) => {
+                            let worker = self.clone();
+                            running.spawn(async move { worker.handle_local(task, message, slot).await });
+                        }
+                        Place::Backlog(room) => {
+                            let deadline = tokio::time::Instant::now() + BACKLOG_WAIT;
+                            backlog.push_back(Waiting { task, message, _room: room, deadline });
+                        }
+                    }
+                }
+                slot = async {
+                    match next_slot.as_mut() {
+                        Some(wait) => wait.await,
+                        None => std::future::pending().await,
+                    }
+                }, if next_slot.is_some() => {
+                    next_slot = None;
+                    let Some(slot) = slot else { continue };
+                    // Every slot free now goes to the backlog's oldest, in one turn: a turn
+                    // of this loop per slot would make it the bottleneck of a busy process.
+                    let free = std::iter::from_fn(|| self.slots.clone().try_acquire_owned().ok());
+                    for slot in std::iter::once(slot).chain(free) {
+                        let Some(waiting) = backlog.pop_front() else { break };
+                        // Its room in the backlog is given back; the slot is its place now.
+                        let Waiting { task, message, .. } = waiting;
+                        let worker = self.clone();
+                        running.spawn(async move { worker.handle_local(task, message, slot).await });
+                    }
+                }
+                () = tokio::time::sleep_until(oldest_deadline.unwrap_or_else(tokio::time::Instant::now)), if oldest_deadline.is_some() => {
+                    let now = tokio::time::Instant::now();
+                    while backlog.front().is_some_and(|waiting| waiting.deadline <= now) {
+                        let Some(waiting) = backlog.pop_front() else { break };
+                        self.journal.metrics.backlog_handed_to_nats.inc();
+                        let journal = self.journal.clone();
+                        running.spawn(async move { journal.hand_to_nats(&waiting.task, &waiting.message).await });
+                    }
+                }
+            }
+        }
+        // Tasks still waiting go to NATS for another process; the runs in flight finish
+        // and record their outcomes within the deadline the tasks from NATS have (one
+        // still running then is dropped: its claim lapses, and the sweeper publishes
+        // its task).
+        local.close();
+        let waiting = backlog.into_iter().map(|w| (w.task, w.message));
+        let queued = std::iter::from_fn(|| local.try_recv().ok()).map(|l| (l.task, l.message));
+        for (task, message) in waiting.chain(queued) {
+            self.journal.hand_to_nats(&task, &message).await;
+        }
+        let finished = async { while running.join_next().await.is_some() {} };
+        if tokio::time::timeout(SHUTDOWN_GRACE, finished)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                running = running.len(),
+                "local activities still running at the shutdown deadline are left to other workers"
+            );
+        }
+    }
+
     /// Runs a task a step of this process claimed for itself: the claim on its attempt
     /// is extended while the attempt runs and ends with the append that records the
     /// outcome. If recording fails, the task is published for another runner, then the
     /// claim given up (should the publish fail, the sweeper finds the lapsed claim).
-    async fn handle_local(&self, local: LocalTask) {
-        let LocalTask {
-            task,
-            message,
-            permit,
-        } = local;
+    async fn handle_local(
+        &self,
+        task: ActivityTask,
+        message: OutboxMessage,
+        permit: OwnedSemaphorePermit,
+    ) {
         let Some(claimer) = self.journal.eager_claimer() else {
             return;
         };

@@ -435,7 +435,7 @@ impl Process {
             )
             .await?;
             let slots = Arc::new(Semaphore::new(self.config.activity_concurrency));
-            let local = eager.serve(queue, slots.clone());
+            let local = eager.serve(queue, slots.clone(), self.config.activity_backlog_bytes);
             let worker = Arc::new(ActivityWorker {
                 journal: self.journal.clone(),
                 activities: activities.clone(),

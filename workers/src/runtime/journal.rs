@@ -191,8 +191,8 @@ impl Journal {
     }
 
     /// The batch that appends `write`, and the activity tasks this process runs itself
-    /// once it commits: those on a task queue it serves with a free slot. Their messages
-    /// leave the outbox: the batch claims their attempts instead.
+    /// once it commits: those on a task queue it serves with a free slot or room in its
+    /// backlog. Their messages leave the outbox: the batch claims their attempts instead.
     pub(crate) fn batch(
         &self,
         id: &WorkflowId,
@@ -209,12 +209,16 @@ impl Journal {
                 let Some(slot) = messages.get_mut(position).filter(|slot| slot.is_some()) else {
                     continue;
                 };
-                if let Some(permit) = dispatch.reserve(&task.options.task_queue) {
+                let place = slot
+                    .as_ref()
+                    .and_then(|message| dispatch.reserve(&task.options.task_queue, message));
+                // The message leaves the outbox only for a task that has its place here.
+                if let Some(place) = place {
                     if let Some(message) = slot.take() {
                         eager.push(LocalTask {
                             task,
                             message,
-                            permit,
+                            place,
                         });
                     }
                 }

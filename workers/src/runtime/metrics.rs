@@ -86,6 +86,8 @@ pub struct Metrics {
     pub workflow_tasks: Counter,
     pub activity_tasks: Counter,
     pub eager_tasks: Counter,
+    /// Local tasks that waited their longest in the backlog and went to NATS.
+    pub backlog_handed_to_nats: Counter,
     pub redeliveries: Counter,
     pub conflicts: Counter,
     pub published: Counter,
@@ -126,7 +128,7 @@ impl Metrics {
 
     /// The counters with their names (without the `hcpflow_` prefix and the `_total`
     /// suffix, which the encoder adds) and help texts.
-    fn counters(&self) -> [(&'static str, &'static str, &Counter); 16] {
+    fn counters(&self) -> [(&'static str, &'static str, &Counter); 17] {
         [
             ("workflow_tasks", "workflow tasks run", &self.workflow_tasks),
             (
@@ -138,6 +140,11 @@ impl Metrics {
                 "eager_activity_tasks",
                 "activity tasks run where they were scheduled, without a trip through NATS",
                 &self.eager_tasks,
+            ),
+            (
+                "backlog_handed_to_nats",
+                "local activity tasks that found no slot within the backlog's wait and went to NATS",
+                &self.backlog_handed_to_nats,
             ),
             (
                 "redeliveries",
@@ -294,7 +301,7 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }
-        assert_eq!(text.matches("# TYPE ").count(), 20, "{text}");
+        assert_eq!(text.matches("# TYPE ").count(), 21, "{text}");
     }
 
     #[test]

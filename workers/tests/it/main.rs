@@ -9,6 +9,7 @@ mod api;
 mod audit;
 mod auth;
 mod aws_registry;
+mod backlog;
 mod children;
 mod cluster_commands;
 mod cluster_crash;
