@@ -69,6 +69,51 @@ impl EventStore {
         })
     }
 
+    /// Extends `runner`'s claims on `attempts` to `lease` from now, in one statement;
+    /// for each, whether the runner still held it (one taken over once lapsed is not).
+    /// For claims whose attempts wait for a slot: nothing runs yet, so the workflows are
+    /// not marked fresh.
+    pub async fn extend_waiting_claims(
+        &self,
+        runner: &str,
+        attempts: &[AttemptClaim],
+        lease: Duration,
+    ) -> Result<Vec<bool>> {
+        let mut ids = Vec::with_capacity(attempts.len());
+        let mut seqs = Vec::with_capacity(attempts.len());
+        let mut numbers = Vec::with_capacity(attempts.len());
+        for claim in attempts {
+            ids.push(claim.workflow_id.as_str().to_owned());
+            seqs.push(to_i64(claim.scheduled_seq));
+            numbers.push(attempt_i32(claim.attempt)?);
+        }
+        let extended: Vec<i64> = sqlx::query_scalar(
+            "UPDATE attempt_claims c SET lease_until = now() + make_interval(secs => $5::float8)
+               FROM UNNEST($1::text[], $2::bigint[], $3::int[])
+                    WITH ORDINALITY AS a(workflow_id, scheduled_seq, attempt, position)
+              WHERE c.workflow_id = a.workflow_id AND c.scheduled_seq = a.scheduled_seq
+                AND c.attempt = a.attempt AND c.runner = $4
+             RETURNING a.position",
+        )
+        .bind(&ids)
+        .bind(&seqs)
+        .bind(&numbers)
+        .bind(runner)
+        .bind(lease.as_secs_f64())
+        .fetch_all(&self.pool)
+        .await?;
+        let mut held = vec![false; attempts.len()];
+        for position in extended {
+            if let Some(slot) = usize::try_from(position - 1)
+                .ok()
+                .and_then(|i| held.get_mut(i))
+            {
+                *slot = true;
+            }
+        }
+        Ok(held)
+    }
+
     /// Extends the runner's claim to `lease` from now, and marks the workflow fresh (the
     /// sweeper leaves a workflow alone while one of its attempts runs); false when the
     /// runner no longer holds it.

@@ -51,6 +51,8 @@ pub struct Config {
     /// Bytes of activity tasks this process's steps keep for itself while every
     /// activity slot is taken, per task queue (0: none; they go through NATS).
     pub activity_backlog_bytes: usize,
+    /// The longest a task waits in that backlog before it goes to NATS.
+    pub activity_backlog_wait: std::time::Duration,
     /// Postgres connections this process may hold; unset, sized from its roles
     /// (`database_pool_size`).
     pub database_pool_size: Option<u32>,
@@ -111,6 +113,7 @@ pub struct ConfigFile {
     pub activity_concurrency: Option<usize>,
     pub database_pool_size: Option<u32>,
     pub activity_backlog_bytes: Option<usize>,
+    pub activity_backlog_wait_secs: Option<u64>,
     pub api_concurrency: Option<usize>,
     pub api_queue: Option<usize>,
     pub api_queue_wait_ms: Option<u64>,
@@ -199,6 +202,9 @@ pub struct ConfigArgs {
     /// Bytes of activity tasks a process keeps waiting for a slot, per task queue.
     #[arg(long, env = "HCPFLOW_ACTIVITY_BACKLOG_BYTES")]
     pub activity_backlog_bytes: Option<usize>,
+    /// Seconds an activity task waits in that backlog at most, then goes to NATS.
+    #[arg(long, env = "HCPFLOW_ACTIVITY_BACKLOG_WAIT_SECS")]
+    pub activity_backlog_wait_secs: Option<u64>,
     /// API requests one process handles at once.
     #[arg(long, env = "HCPFLOW_API_CONCURRENCY")]
     pub api_concurrency: Option<usize>,
@@ -462,6 +468,7 @@ impl Config {
             "activity_concurrency": self.activity_concurrency,
             "database_pool_size": self.database_pool_size,
             "activity_backlog_bytes": self.activity_backlog_bytes,
+            "activity_backlog_wait_secs": self.activity_backlog_wait.as_secs(),
             "api_concurrency": self.api_queue.concurrency,
             "api_queue": self.api_queue.waiting,
             "api_queue_wait_ms": self.api_queue.max_wait.as_millis() as u64,
@@ -730,6 +737,13 @@ impl ConfigArgs {
                 .activity_backlog_bytes
                 .or(file.activity_backlog_bytes)
                 .unwrap_or(DEFAULT_ACTIVITY_BACKLOG_BYTES),
+            activity_backlog_wait: self
+                .activity_backlog_wait_secs
+                .or(file.activity_backlog_wait_secs)
+                .map_or(
+                    crate::runtime::eager::DEFAULT_BACKLOG_WAIT,
+                    std::time::Duration::from_secs,
+                ),
             database_pool_size: self
                 .database_pool_size
                 .or(file.database_pool_size)

@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::catalog::activities::{ActivityInput, ActivityRegistry, Ledger};
 use crate::runtime::dead_letter::DeadLetters;
-use crate::runtime::eager::{claim_of, LocalTask, Place, BACKLOG_WAIT, LOCAL_LEASE};
+use crate::runtime::eager::{claim_of, LocalTask, Place, BACKLOG_TICK, LOCAL_LEASE};
 use crate::runtime::journal::{to_datetime, Journal, Write};
 use crate::runtime::nats::ACK_WAIT;
 use crate::runtime::nats::{serve_tasks, Deliveries, SHUTDOWN_GRACE};
@@ -45,6 +45,8 @@ pub struct ActivityWorker {
     pub slots: Arc<Semaphore>,
     /// Names the runs of tasks from NATS, for their claims.
     pub runners: Runners,
+    /// The longest a local task waits in the backlog for a slot.
+    pub backlog_wait: Duration,
 }
 
 /// Names for runs: unique per run, so two runs of one attempt in one process are told
@@ -109,13 +111,15 @@ fn lost_claim(task: &ActivityTask) -> TaskError {
     }
 }
 
-/// A local task in the backlog, waiting for a slot until its deadline.
+/// A local task in the backlog, waiting for a slot.
 struct Waiting {
     task: ActivityTask,
     message: OutboxMessage,
     /// Its weight in the backlog's budget, given back when it leaves.
     _room: OwnedSemaphorePermit,
-    deadline: tokio::time::Instant,
+    since: tokio::time::Instant,
+    /// Until when its claim is held, at the latest (as this process last extended it).
+    leased_until: tokio::time::Instant,
 }
 
 impl ActivityWorker {
@@ -154,7 +158,7 @@ impl ActivityWorker {
 
     /// Runs the tasks steps of this process keep for themselves until shutdown: one with
     /// a slot at once; one from the backlog once a slot frees, in the order they came,
-    /// or — after [`BACKLOG_WAIT`] without one — through NATS. Only running tasks have a
+    /// or — after `backlog_wait` without one — through NATS. Only running tasks have a
     /// task (and its future's memory) of their own: thousands waiting cost their
     /// messages.
     async fn run_local(
@@ -169,12 +173,13 @@ impl ActivityWorker {
         let mut next_slot: Option<
             Pin<Box<dyn Future<Output = Option<OwnedSemaphorePermit>> + Send>>,
         > = None;
+        let mut tick = tokio::time::interval(BACKLOG_TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             if next_slot.is_none() && !backlog.is_empty() {
                 let slots = self.slots.clone();
                 next_slot = Some(Box::pin(async move { slots.acquire_owned().await.ok() }));
             }
-            let oldest_deadline = backlog.front().map(|waiting| waiting.deadline);
             tokio::select! {
                 _ = shutdown.changed() => break,
                 Some(_) = running.join_next(), if !running.is_empty() => {}
@@ -186,8 +191,15 @@ impl ActivityWorker {
                             running.spawn(async move { worker.handle_local(task, message, slot).await });
                         }
                         Place::Backlog(room) => {
-                            let deadline = tokio::time::Instant::now() + BACKLOG_WAIT;
-                            backlog.push_back(Waiting { task, message, _room: room, deadline });
+                            // The step's commit took the claim a moment ago.
+                            let now = tokio::time::Instant::now();
+                            backlog.push_back(Waiting {
+                                task,
+                                message,
+                                _room: room,
+                                since: now,
+                                leased_until: now + LOCAL_LEASE,
+                            });
                         }
                     }
                 }
@@ -210,14 +222,8 @@ impl ActivityWorker {
                         running.spawn(async move { worker.handle_local(task, message, slot).await });
                     }
                 }
-                () = tokio::time::sleep_until(oldest_deadline.unwrap_or_else(tokio::time::Instant::now)), if oldest_deadline.is_some() => {
-                    let now = tokio::time::Instant::now();
-                    while backlog.front().is_some_and(|waiting| waiting.deadline <= now) {
-                        let Some(waiting) = backlog.pop_front() else { break };
-                        self.journal.metrics.backlog_handed_to_nats.inc();
-                        let journal = self.journal.clone();
-                        running.spawn(async move { journal.hand_to_nats(&waiting.task, &waiting.message).await });
-                    }
+                _ = tick.tick(), if !backlog.is_empty() => {
+                    self.keep_backlog_claimed(&mut backlog, &mut running).await;
                 }
             }
         }
@@ -243,6 +249,72 @@ impl ActivityWorker {
         }
     }
 
+    /// The backlog's turn of the clock: a task that waited `backlog_wait`, or whose claim
+    /// has less than half a lease left, goes to NATS; the claims of those with less than
+    /// two thirds left are extended, all in one statement (a claim found taken over
+    /// drops its task: its new holder runs it).
+    async fn keep_backlog_claimed(
+        &self,
+        backlog: &mut VecDeque<Waiting>,
+        running: &mut tokio::task::JoinSet<()>,
+    ) {
+        let Some(runner) = self.journal.eager_claimer() else {
+            return;
+        };
+        let now = tokio::time::Instant::now();
+        let (leave, stay): (VecDeque<Waiting>, VecDeque<Waiting>) =
+            std::mem::take(backlog).into_iter().partition(|waiting| {
+                now.duration_since(waiting.since) >= self.backlog_wait
+                    || waiting.leased_until.saturating_duration_since(now) < LOCAL_LEASE / 2
+            });
+        *backlog = stay;
+        for waiting in leave {
+            self.journal.metrics.backlog_handed_to_nats.inc();
+            let journal = self.journal.clone();
+            running.spawn(async move {
+                journal.hand_to_nats(&waiting.task, &waiting.message).await;
+            });
+        }
+        let due: Vec<usize> = (0..backlog.len())
+            .filter(|&i| {
+                backlog[i].leased_until.saturating_duration_since(now) < LOCAL_LEASE * 2 / 3
+            })
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        let claims: Vec<AttemptClaim> = due
+            .iter()
+            .map(|&i| claim_of(&backlog[i].task, runner.clone()))
+            .collect();
+        match self
+            .journal
+            .store
+            .extend_waiting_claims(&runner, &claims, LOCAL_LEASE)
+            .await
+        {
+            Ok(held) => {
+                let mut lost = Vec::new();
+                for (&i, held) in due.iter().zip(held) {
+                    if held {
+                        backlog[i].leased_until = now + LOCAL_LEASE;
+                    } else {
+                        lost.push(i);
+                    }
+                }
+                for i in lost.into_iter().rev() {
+                    if let Some(waiting) = backlog.remove(i) {
+                        tracing::warn!(workflow_id = %waiting.task.workflow_id, seq = waiting.task.scheduled_seq.get(), "a waiting local activity's claim was taken over; its new holder runs it");
+                    }
+                }
+            }
+            // Those claims keep their leases; the next turn sends the tasks to NATS in time.
+            Err(error) => {
+                tracing::warn!(%error, "extending the claims of waiting local activities failed")
+            }
+        }
+    }
+
     /// Runs a task a step of this process claimed for itself: the claim on its attempt
     /// is extended while the attempt runs and ends with the append that records the
     /// outcome. If recording fails, the task is published for another runner, then the
@@ -264,7 +336,8 @@ impl ActivityWorker {
             let claim = claim.clone();
             tokio::spawn(async move {
                 loop {
-                    tokio::time::sleep(LOCAL_LEASE / 3).await;
+                    // A quarter of a lease: a task from the backlog starts with a third left.
+                    tokio::time::sleep(LOCAL_LEASE / 4).await;
                     match journal
                         .store
                         .extend_attempt_claim(&claim, LOCAL_LEASE)

@@ -442,6 +442,7 @@ impl Process {
                 concurrency: self.config.activity_concurrency,
                 slots,
                 runners: Runners::new(format!("{}-{queue}", self.name)),
+                backlog_wait: self.config.activity_backlog_wait,
             });
             running.spawn(
                 format!("activity-{queue}"),

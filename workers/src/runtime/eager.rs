@@ -9,9 +9,10 @@
 //! history, and any activity worker runs it.
 //!
 //! With every slot taken, a task still stays here if the queue's backlog has room (a
-//! budget of bytes, `--activity-backlog-bytes`): it waits for a slot, at most
-//! [`BACKLOG_WAIT`] — half its claim's lease — and goes to NATS if none comes
-//! (or the process stops). Under a load of thousands of workflows in flight, a step then
+//! budget of bytes, `--activity-backlog-bytes`): it waits for a slot, its claim
+//! extended while it waits (many in one statement), for at most
+//! `--activity-backlog-wait-secs`; then, or when its claim could not be extended in
+//! time, or when the process stops, it goes to NATS. Under a load of thousands of workflows in flight, a step then
 //! costs one commit, as at low load, instead of an outbox row, a relay, a JetStream
 //! round trip and a claim of its own.
 
@@ -28,10 +29,15 @@ use hcpflow_eventstore::{AttemptClaim, OutboxMessage};
 /// every third of this): how long a crashed process's eager task waits for the sweeper.
 pub const LOCAL_LEASE: Duration = Duration::from_secs(15);
 
-/// The longest a task waits in the backlog for a slot before it goes to NATS: half its
-/// claim's lease, which the run extends a third of a lease after it starts — still
-/// inside the lease the step's commit took.
-pub const BACKLOG_WAIT: Duration = Duration::from_millis(LOCAL_LEASE.as_millis() as u64 / 2);
+/// How often the backlog's claims are looked after: a sixth of a lease, so that a claim
+/// is extended (below two thirds of a lease left) well before its task would have to go
+/// to NATS (below half), and a task leaving the backlog for a slot has at least a third
+/// of a lease left — more than the run waits for its first extension (a quarter).
+pub const BACKLOG_TICK: Duration = Duration::from_millis(2500);
+
+/// The longest a task waits in the backlog by default (`--activity-backlog-wait-secs`)
+/// before it goes to NATS, where a process with a free slot may take it.
+pub const DEFAULT_BACKLOG_WAIT: Duration = Duration::from_secs(30);
 
 /// What a task in the backlog weighs besides its message's payload.
 const BACKLOG_ENTRY_OVERHEAD: usize = 1024;

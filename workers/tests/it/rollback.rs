@@ -130,7 +130,7 @@ async fn a_failure_in_any_phase_rolls_back_everything() {
     denied["infra_id"] = json!(denied_infra_id);
     // The wait runs to its deadline (a refusal may heal) and reports the condition as
     // it last saw it: long enough for the operator to have tried, even on a loaded box.
-    denied["control_plane_timeout_secs"] = json!(40);
+    denied["control_plane_timeout_secs"] = json!(60);
     let (_, _, uncovered_error, (denied_error, ())) = tokio::join!(
         create_and_expect_rollback(&stack, &kube_server, &pre, "control-plane", control_plane),
         create_and_expect_rollback(&stack, &kube_server, &pre, "node-pool", node_pool),
