@@ -336,8 +336,9 @@ impl ActivityWorker {
             let claim = claim.clone();
             tokio::spawn(async move {
                 loop {
-                    // A quarter of a lease: a task from the backlog starts with a third left.
-                    tokio::time::sleep(LOCAL_LEASE / 4).await;
+                    // A third of a lease: a task from the backlog starts with at least half
+                    // a lease left (`BACKLOG_TICK`).
+                    tokio::time::sleep(LOCAL_LEASE / 3).await;
                     match journal
                         .store
                         .extend_attempt_claim(&claim, LOCAL_LEASE)

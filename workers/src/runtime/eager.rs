@@ -31,8 +31,8 @@ pub const LOCAL_LEASE: Duration = Duration::from_secs(15);
 
 /// How often the backlog's claims are looked after: a sixth of a lease, so that a claim
 /// is extended (below two thirds of a lease left) well before its task would have to go
-/// to NATS (below half), and a task leaving the backlog for a slot has at least a third
-/// of a lease left — more than the run waits for its first extension (a quarter).
+/// to NATS (below half), and a task leaving the backlog for a slot has at least half a
+/// lease left — more than the run waits for its first extension (a third).
 pub const BACKLOG_TICK: Duration = Duration::from_millis(2500);
 
 /// The longest a task waits in the backlog by default (`--activity-backlog-wait-secs`)
