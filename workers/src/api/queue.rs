@@ -75,10 +75,6 @@ impl RequestQueue {
         }
     }
 
-    pub fn limits(&self) -> QueueLimits {
-        self.limits
-    }
-
     /// A place for one request, at once or after waiting in line; `overloaded` when the
     /// line is full or the wait runs out.
     pub async fn enter(&self) -> Result<Place<'_>, ApiError> {
