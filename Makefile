@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 STACK := deploy/dev/stack.sh
 
-.PHONY: help dev-up dev-down dev-status test demo lint fmt migrate bench
+.PHONY: help dev-up dev-down dev-status test demo lint fmt migrate bench soak
 
 help:
 	@echo "make demo      start the local stack and the server; create, scale, audit and destroy a hosted cluster"
@@ -11,6 +11,7 @@ help:
 	@echo "make dev-down  stop the processes dev-up started"
 	@echo "make lint      cargo fmt --check, clippy with warnings as errors, and the deploy/ checks (hadolint)"
 	@echo "make bench     throughput and latency on a durable Postgres, release build (deploy/bench/run.sh)"
+	@echo "make soak      a mixed load for 20 minutes at 70% of capacity: nothing fails, nothing grows (deploy/bench/soak.sh)"
 
 dev-up:
 	@$(STACK) up
@@ -53,6 +54,10 @@ fmt:
 # binary in both deployments (all roles in one process; workflow and activity apart).
 bench:
 	@deploy/bench/run.sh
+
+# Not a test: 20 minutes (SOAK_MINUTES) of mixed load on the bench's durable stack.
+soak:
+	@deploy/bench/soak.sh
 
 migrate: dev-up
 	@set -a; . .dev/env; set +a; cargo run --quiet --locked -p hcpflow-workers -- migrate

@@ -29,90 +29,9 @@ configs=${BENCH_CONFIGS:-all-in-one split}
 in_flight=${BENCH_IN_FLIGHT:-1000}
 peers=${BENCH_PEERS:-}
 
-export HCPFLOW_DEV_DIR=${HCPFLOW_BENCH_DIR:-$repo/.bench}
-export HCPFLOW_DEV_PG_PORT=${HCPFLOW_BENCH_PG_PORT:-55632}
-export HCPFLOW_DEV_NATS_PORT=${HCPFLOW_BENCH_NATS_PORT:-54422}
-export HCPFLOW_DEV_NATS_MONITOR_PORT=${HCPFLOW_BENCH_NATS_MONITOR_PORT:-58422}
-export HCPFLOW_DEV_SERVERS="postgres nats"
-export HCPFLOW_DEV_PG_DURABLE=1
-stack=$repo/deploy/dev/stack.sh
-
-log() { printf 'bench: %s\n' "$*" >&2; }
-
-hcpflow=${HCPFLOW_BIN:-}
-if [[ -z $hcpflow ]]; then
-  log "building the release binary"
-  (cd "$repo" && cargo build --release --locked --quiet -p hcpflow-workers --bin hcpflow)
-  hcpflow=${CARGO_TARGET_DIR:-$repo/target}/release/hcpflow
-fi
-
-# A fresh database and streams: a database full of earlier runs measures its sweeps too.
-"$stack" down >/dev/null 2>&1 || true
-if [[ -d $HCPFLOW_DEV_DIR ]]; then
-  rm -rf "$(readlink -f "$HCPFLOW_DEV_DIR/postgres" 2>/dev/null || echo /nonexistent)" "$HCPFLOW_DEV_DIR"
-fi
-servers=()
-stop_servers() {
-  local pid
-  for pid in "${servers[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${servers[@]}"; do wait "$pid" 2>/dev/null || true; done
-  servers=()
-}
-cleanup() {
-  stop_servers
-  "$stack" down 2>> /dev/null >&2 || true
-}
-trap cleanup EXIT
-"$stack" up
-set -a
-# shellcheck disable=SC1091
-. "$HCPFLOW_DEV_DIR/env"
-set +a
-export HCPFLOW_LOG=${HCPFLOW_LOG:-warn}
-export HCPFLOW_BUILTIN_WORKFLOWS=true
-"$hcpflow" migrate >/dev/null
-
-# Starts the processes of configuration $1 and waits until the API answers.
-start_config() {
-  local logs=$HCPFLOW_DEV_DIR/logs
-  case $1 in
-    all-in-one)
-      "$hcpflow" server >> "$logs/server.log" 2>&1 &
-      servers+=($!) ;;
-    split)
-      "$hcpflow" worker --role api,workflow,relay,timer >> "$logs/workflow.log" 2>&1 &
-      servers+=($!)
-      "$hcpflow" worker --role activity >> "$logs/activity.log" 2>&1 &
-      servers+=($!) ;;
-    scale-out)
-      "$hcpflow" worker --role api >> "$logs/api.log" 2>&1 &
-      servers+=($!)
-      local n
-      for n in 1 2; do
-        "$hcpflow" worker --role workflow,relay,timer >> "$logs/engine-$n.log" 2>&1 &
-        servers+=($!)
-        "$hcpflow" worker --role activity >> "$logs/activity-$n.log" 2>&1 &
-        servers+=($!)
-      done ;;
-    *) log "unknown configuration $1"; exit 2 ;;
-  esac
-  for _ in $(seq 1 100); do
-    "$hcpflow" workflow list --limit 1 >/dev/null 2>&1 && return 0
-    sleep 0.2
-  done
-  log "the $1 processes did not answer; see $logs"
-  exit 1
-}
-
-# The highest resident set size of the running servers, in MiB.
-peak_rss() {
-  local pid total=0 kb
-  for pid in "${servers[@]}"; do
-    kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
-    total=$((total + kb))
-  done
-  echo $((total / 1024))
-}
+# The durable stack, the binary, the servers and start_config: shared with soak.sh.
+# shellcheck source=deploy/bench/stack.sh
+. "$here/stack.sh"
 
 # One figure of a report: the number after the label $2 in file $1.
 figure() { awk -v label="$2" 'index($0, label) == 3 { sub("^  " label " *", ""); print $1; exit }' "$1"; }

@@ -12,6 +12,7 @@
 //! - [`index`], [`outbox`], [`timers`], [`ledger`]: the tables written alongside;
 //! - [`attempt_claims`]: at most one runner runs an activity attempt at a time;
 //! - [`retention`]: deleting what nobody needs any more (published, fired, expired);
+//! - [`table_sizes`]: the tables' sizes on disk (the soak's storage watch);
 //! - [`published`]: how far each workflow's events are on the events stream;
 //! - [`registry`]: the cluster registry (name → infra id, create workflow, state);
 //! - [`checkpoints`]: signed heads of histories (audit);
@@ -36,6 +37,7 @@ pub mod retention;
 pub mod seal_keys;
 mod shape;
 mod store;
+pub mod table_sizes;
 pub mod timers;
 
 pub use append::{AppendBatch, Appended, ClaimedAttempts, NewWorkflow};
@@ -51,4 +53,5 @@ pub use published::{PublishedRange, PublishedRuns, UnpublishedEvents};
 pub use record::{entry_bytes, entry_json, NewEvent, StoredEvent};
 pub use retention::Purged;
 pub use store::EventStore;
+pub use table_sizes::TableSize;
 pub use timers::{ClaimedTimer, NewTimer, TimerKind, TIMERS_CHANNEL};

@@ -7,6 +7,9 @@ use std::time::Duration;
 use crate::error::Result;
 use crate::store::EventStore;
 
+/// The tables whose done rows [`EventStore::purge_done`] deletes.
+pub const PURGED_TABLES: [&str; 3] = ["outbox", "timers", "attempt_claims"];
+
 /// How many rows one call deletes at most from each table, so that a backlog is worked
 /// off in short transactions (call again while [`Purged::backlog`] says so).
 pub const PURGE_BATCH: i64 = 10_000;

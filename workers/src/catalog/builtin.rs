@@ -7,6 +7,9 @@
 //! `compensated`; with `flaky_attempts` N every step's first N attempts fail retryably
 //! (and are retried with the step's backoff); step `panic_at` panics (a bug: retried, then the workflow is blocked). `noop_fanout {"width": N}` runs N at once. `noop_parent {"children":
 //! N, "steps": M}` starts N child `noop_chain`s of M steps, one after another.
+//! `noop_wait {"timer_ms": T, "signal": "name"}` sleeps on a durable timer of T ms, then
+//! (with `signal`) waits for that signal, then runs one no-op step and returns the
+//! signal's payload.
 
 use std::time::Duration;
 
@@ -51,6 +54,16 @@ pub struct NoopParent {
     pub children: u32,
     #[serde(default)]
     pub steps: u32,
+}
+
+/// A durable timer, then (optionally) a signal, then one step.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoopWait {
+    #[serde(default)]
+    pub timer_ms: u64,
+    #[serde(default)]
+    pub signal: Option<String>,
 }
 
 /// One no-op step.
@@ -99,6 +112,7 @@ const MAX_STEPS: u32 = 10_000;
 const MAX_WIDTH: u32 = 10_000;
 const MAX_CHILDREN: u32 = 100;
 const MAX_PAYLOAD: usize = 512 * 1024;
+const MAX_TIMER_MS: u64 = 24 * 3600 * 1000;
 
 async fn noop_chain(ctx: WorkflowContext, input: NoopChain) -> Result<Value, WorkflowError> {
     for step in 1..=input.steps {
@@ -139,6 +153,24 @@ async fn noop_parent(ctx: WorkflowContext, input: NoopParent) -> Result<Value, W
             .await?;
     }
     Ok(json!({"children": input.children}))
+}
+
+async fn noop_wait(ctx: WorkflowContext, input: NoopWait) -> Result<Value, WorkflowError> {
+    ctx.sleep(Duration::from_millis(input.timer_ms)).await?;
+    let payload = match &input.signal {
+        Some(name) => ctx.signal::<Value>(name).await?,
+        None => Value::Null,
+    };
+    ctx.activity(NoopStep {
+        step: 1,
+        sleep_ms: 0,
+        fail: false,
+        payload_bytes: 0,
+        panic: false,
+        flaky_attempts: 0,
+    })
+    .await?;
+    Ok(json!({"signal": payload}))
 }
 
 fn validate_chain(input: &Value) -> Result<(), Vec<String>> {
@@ -190,10 +222,28 @@ fn validate_parent(input: &Value) -> Result<(), Vec<String>> {
     }
 }
 
+fn validate_wait(input: &Value) -> Result<(), Vec<String>> {
+    decodes_as::<NoopWait>(input)?;
+    let wait: NoopWait = serde_json::from_value(input.clone()).map_err(|e| vec![e.to_string()])?;
+    let mut problems = Vec::new();
+    if wait.timer_ms > MAX_TIMER_MS {
+        problems.push(format!("timer_ms: at most {MAX_TIMER_MS}"));
+    }
+    if matches!(&wait.signal, Some(name) if name.is_empty()) {
+        problems.push("signal: a name, or leave it out".to_owned());
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
 pub fn register_workflows(catalog: &mut Catalog) -> anyhow::Result<()> {
     catalog.register("noop_chain", noop_chain, TypeInfo::plain(validate_chain))?;
     catalog.register("noop_fanout", noop_fanout, TypeInfo::plain(validate_fanout))?;
     catalog.register("noop_parent", noop_parent, TypeInfo::plain(validate_parent))?;
+    catalog.register("noop_wait", noop_wait, TypeInfo::plain(validate_wait))?;
     Ok(())
 }
 

@@ -79,7 +79,7 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
-    fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Self::StartRefused => "start refused",
             Self::StartTimedOut => "start timed out",
@@ -98,7 +98,7 @@ pub struct Failure {
 }
 
 impl Failure {
-    fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: FailureKind, message: impl Into<String>) -> Self {
         Self {
             kind,
             message: message.into(),
@@ -135,7 +135,8 @@ impl Ramp {
     }
 }
 
-type Waiters = Arc<Mutex<HashMap<String, oneshot::Sender<String>>>>;
+/// The runs waiting for their workflow's terminal event, by workflow id.
+pub(crate) type Waiters = Arc<Mutex<HashMap<String, oneshot::Sender<String>>>>;
 
 /// The measured figures of one run.
 #[derive(Debug, Clone)]
@@ -230,30 +231,37 @@ pub async fn run(
         report.unfinished = Some(store.count_unfinished_with_prefix(&run_id).await?);
     }
     if !args.server_metrics.is_empty() {
-        report.server_peak_rss = Some(servers_peak_rss(&args.server_metrics).await?);
+        report.server_peak_rss = Some(
+            servers_gauge_sum(
+                &args.server_metrics,
+                "hcpflow_process_peak_resident_memory_bytes",
+            )
+            .await?,
+        );
     }
     Ok(report)
 }
 
-/// The sum of the servers' `hcpflow_process_peak_resident_memory_bytes`.
-async fn servers_peak_rss(addresses: &[String]) -> anyhow::Result<u64> {
+/// The sum over the servers of one gauge of their `/metrics` (e.g.
+/// `hcpflow_process_peak_resident_memory_bytes`).
+pub(crate) async fn servers_gauge_sum(addresses: &[String], gauge: &str) -> anyhow::Result<u64> {
     let mut total = 0;
     for address in addresses {
         let text = crate::runtime::ops_http::get_text(address, "/metrics")
             .await
             .with_context(|| format!("reading the metrics of {address}"))?;
-        let bytes = text
+        let value = text
             .lines()
-            .find_map(|line| line.strip_prefix("hcpflow_process_peak_resident_memory_bytes "))
+            .find_map(|line| line.strip_prefix(gauge)?.strip_prefix(' '))
             .and_then(|value| value.trim().parse::<f64>().ok())
-            .with_context(|| format!("{address} reports no peak resident memory"))?;
-        total += bytes as u64;
+            .with_context(|| format!("{address} reports no {gauge}"))?;
+        total += value as u64;
     }
     Ok(total)
 }
 
 /// Hands each terminal event on the events stream to the run waiting for it.
-async fn route_terminal_events(
+pub(crate) async fn route_terminal_events(
     api: &ApiClient,
     waiters: Waiters,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
@@ -331,7 +339,7 @@ const SEND_ATTEMPTS: usize = 3;
 
 /// Starts through the API. `overloaded` is retried by the client itself; a start left
 /// unanswered is sent again with the same id.
-async fn start(api: &ApiClient, request: &StartRequest) -> Result<(), Failure> {
+pub(crate) async fn start(api: &ApiClient, request: &StartRequest) -> Result<(), Failure> {
     use hcpflow_protocol::CallError;
     let mut attempt = 1;
     loop {

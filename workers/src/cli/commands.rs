@@ -7,6 +7,7 @@ use crate::cli::audit::AuditCommand;
 use crate::cli::bench::{self, BenchArgs};
 use crate::cli::cluster::ClusterCommand;
 use crate::cli::config::{ClientArgs, ConfigArgs};
+use crate::cli::soak::{self, SoakArgs};
 use crate::cli::workflow::WorkflowCommand;
 use crate::roles::server::{self, Role};
 use hcpflow_protocol::Secret;
@@ -39,6 +40,9 @@ pub enum Command {
     Audit(AuditArgs),
     /// Benchmark a running server over NATS.
     Bench(BenchCommand),
+    /// Hold a mixed load on a running server for a long time (20 minutes by default) and
+    /// report every minute; fails if anything failed or grew over the last half.
+    Soak(SoakCommand),
     /// Print the settings a server would run with (flags over environment over the
     /// config file over defaults; secrets shown only as set), as JSON.
     Config(ConfigArgs),
@@ -137,6 +141,14 @@ pub struct WorkerArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct SoakCommand {
+    #[command(flatten)]
+    pub soak: SoakArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct BenchCommand {
     #[command(flatten)]
     pub bench: BenchArgs,
@@ -210,6 +222,19 @@ impl Cli {
                         args.bench.count
                     );
                 }
+                Ok(())
+            }
+            Command::Soak(args) => {
+                let (nats, prefix) = args.config.client.nats()?;
+                let database_url = args.config.database_url()?;
+                let passed = soak::run(
+                    &nats,
+                    &prefix,
+                    database_url.as_ref().map(Secret::expose),
+                    &args.soak,
+                )
+                .await?;
+                anyhow::ensure!(passed, "the soak failed (see its verdict above)");
                 Ok(())
             }
             Command::Config(config) => {

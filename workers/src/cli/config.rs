@@ -53,6 +53,9 @@ pub struct Config {
     pub activity_backlog_bytes: usize,
     /// The longest a task waits in that backlog before it goes to NATS.
     pub activity_backlog_wait: std::time::Duration,
+    /// How long published outbox rows, fired timers and lapsed attempt claims are kept
+    /// before the relay deletes them.
+    pub done_retention: std::time::Duration,
     /// Postgres connections this process may hold; unset, sized from its roles
     /// (`database_pool_size`).
     pub database_pool_size: Option<u32>,
@@ -114,6 +117,7 @@ pub struct ConfigFile {
     pub database_pool_size: Option<u32>,
     pub activity_backlog_bytes: Option<usize>,
     pub activity_backlog_wait_secs: Option<u64>,
+    pub done_retention_secs: Option<u64>,
     pub api_concurrency: Option<usize>,
     pub api_queue: Option<usize>,
     pub api_queue_wait_ms: Option<u64>,
@@ -205,6 +209,9 @@ pub struct ConfigArgs {
     /// Seconds an activity task waits in that backlog at most, then goes to NATS.
     #[arg(long, env = "HCPFLOW_ACTIVITY_BACKLOG_WAIT_SECS")]
     pub activity_backlog_wait_secs: Option<u64>,
+    /// Seconds published outbox rows, fired timers and lapsed claims are kept (at least 60).
+    #[arg(long, env = "HCPFLOW_DONE_RETENTION_SECS")]
+    pub done_retention_secs: Option<u64>,
     /// API requests one process handles at once.
     #[arg(long, env = "HCPFLOW_API_CONCURRENCY")]
     pub api_concurrency: Option<usize>,
@@ -469,6 +476,7 @@ impl Config {
             "database_pool_size": self.database_pool_size,
             "activity_backlog_bytes": self.activity_backlog_bytes,
             "activity_backlog_wait_secs": self.activity_backlog_wait.as_secs(),
+            "done_retention_secs": self.done_retention.as_secs(),
             "api_concurrency": self.api_queue.concurrency,
             "api_queue": self.api_queue.waiting,
             "api_queue_wait_ms": self.api_queue.max_wait.as_millis() as u64,
@@ -511,6 +519,10 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 pub const DEFAULT_ACTIVITY_BACKLOG_BYTES: usize = 64 << 20;
 pub const DEFAULT_MAX_SIGNAL_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_SUBMIT_RETRY_SECS: u64 = 3600;
+/// An hour of published outbox rows, fired timers and lapsed claims is kept for a look
+/// at what just happened; never less than a minute, the relay's purge period.
+pub const DEFAULT_DONE_RETENTION_SECS: u64 = 3600;
+pub const MIN_DONE_RETENTION_SECS: u64 = 60;
 pub const DEFAULT_AWS_REGION: &str = "us-east-1";
 pub const DEFAULT_CHECKPOINT_EVERY_SECS: u64 = 60;
 pub const DEFAULT_KEY_RELOAD_SECS: u64 = 30;
@@ -744,6 +756,12 @@ impl ConfigArgs {
                     crate::runtime::eager::DEFAULT_BACKLOG_WAIT,
                     std::time::Duration::from_secs,
                 ),
+            done_retention: std::time::Duration::from_secs(
+                self.done_retention_secs
+                    .or(file.done_retention_secs)
+                    .unwrap_or(DEFAULT_DONE_RETENTION_SECS)
+                    .max(MIN_DONE_RETENTION_SECS),
+            ),
             database_pool_size: self
                 .database_pool_size
                 .or(file.database_pool_size)

@@ -458,6 +458,7 @@ impl Process {
         let relay = Relay {
             journal: self.journal.clone(),
             name: format!("relay-{}", self.name),
+            retention: self.config.done_retention,
         };
         running.spawn("relay", relay.run(self.shutdown.clone()));
         match &self.audit_key {

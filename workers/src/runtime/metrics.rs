@@ -25,12 +25,18 @@ const LATENCY_BUCKETS_SECONDS: [f64; 17] = [
     300.0, 900.0,
 ];
 
-/// This process's peak resident set size (Linux's `VmHWM`), if the system tells.
-fn peak_resident_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+/// This process's resident set sizes from Linux's `/proc/self/status`: the current
+/// (`VmRSS`) and the peak (`VmHWM`), if the system tells.
+fn resident_bytes() -> (Option<u64>, Option<u64>) {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return (None, None);
+    };
+    let field = |name: &str| {
+        let line = status.lines().find(|line| line.starts_with(name))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
 }
 
 /// A count that only goes up; exposed as `<name>_total`.
@@ -105,6 +111,8 @@ pub struct Metrics {
     /// Age in milliseconds of the oldest row the relay last had to publish; 0 when it
     /// found none.
     pub outbox_lag_ms: Gauge,
+    /// The memory this process holds resident (VmRSS), read at each render.
+    pub rss_bytes: Gauge,
     /// The most memory this process has held resident (VmHWM), read at each render.
     pub peak_rss_bytes: Gauge,
     pub workflow_task_time: Timing,
@@ -117,7 +125,11 @@ pub struct Metrics {
 impl Metrics {
     /// The OpenMetrics text exposition of every metric, ending with `# EOF`.
     pub fn render(&self) -> String {
-        if let Some(bytes) = peak_resident_bytes() {
+        let (current, peak) = resident_bytes();
+        if let Some(bytes) = current {
+            self.rss_bytes.set(bytes);
+        }
+        if let Some(bytes) = peak {
             self.peak_rss_bytes.set(bytes);
         }
         let registry = self.registry.get_or_init(|| self.register());
@@ -219,6 +231,12 @@ impl Metrics {
             self.outbox_lag_ms.0.clone(),
         );
         registry.register_with_unit(
+            "process_resident_memory",
+            "the memory this process holds resident",
+            Unit::Bytes,
+            self.rss_bytes.0.clone(),
+        );
+        registry.register_with_unit(
             "process_peak_resident_memory",
             "the most memory this process has held resident",
             Unit::Bytes,
@@ -301,14 +319,16 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }
-        assert_eq!(text.matches("# TYPE ").count(), 21, "{text}");
+        assert_eq!(text.matches("# TYPE ").count(), 22, "{text}");
     }
 
     #[test]
-    fn the_peak_resident_memory_is_the_processs() {
+    fn the_resident_memory_is_the_processs() {
         let text = Metrics::default().render();
-        let bytes = sample(&text, "hcpflow_process_peak_resident_memory_bytes").unwrap();
-        assert!(bytes > 1_000_000.0, "{text}");
+        let peak = sample(&text, "hcpflow_process_peak_resident_memory_bytes").unwrap();
+        let current = sample(&text, "hcpflow_process_resident_memory_bytes").unwrap();
+        assert!(current > 1_000_000.0, "{text}");
+        assert!(peak >= current, "{text}");
     }
 
     #[test]

@@ -213,6 +213,61 @@ async fn signals_cancel_and_lookups_of_unknown_workflows() {
     }
 }
 
+/// The soak's timer-and-signal workflow: it sleeps, then waits for its signal however
+/// long, then returns the signal's payload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn noop_wait_sleeps_then_waits_for_its_signal() {
+    let Some(env) = stack("noop_wait_sleeps_then_waits_for_its_signal") else {
+        return;
+    };
+    let _stack = crate::support::shared().await;
+    let prefix = unique("wait");
+    let server = Server::start(env, &prefix, &[]).await;
+    let id = format!("{prefix}-w");
+    let started = server
+        .start_workflow("noop_wait", &id, json!({"timer_ms": 300, "signal": "go"}))
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let waiting = server.api("history", json!({"workflow_id": id})).await;
+    let kinds: Vec<&str> = waiting["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["type"].as_str())
+        .collect();
+    assert!(kinds.contains(&"TimerFired"), "{kinds:?}");
+    assert!(
+        !kinds.iter().any(|k| k.starts_with("Activity")),
+        "{kinds:?}"
+    );
+    let signalled = server
+        .api(
+            "signal",
+            json!({"workflow_id": id, "signal": "go", "payload": {"n": 7}}),
+        )
+        .await;
+    assert_eq!(signalled, json!({"ok": true}));
+    assert_eq!(
+        server.wait_terminal(&id, Duration::from_secs(60)).await,
+        "completed"
+    );
+    let described = server.api("describe", json!({"workflow_id": id})).await;
+    assert_eq!(
+        described["workflow"]["output"],
+        json!({"signal": {"n": 7}}),
+        "{described}"
+    );
+    let too_long = server
+        .start_workflow(
+            "noop_wait",
+            &format!("{prefix}-long"),
+            json!({"timer_ms": 100_000_000_000u64}),
+        )
+        .await;
+    assert_eq!(too_long["error"]["code"], "invalid_request", "{too_long}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_kind_of_bad_input_gets_a_clear_error_and_nothing_breaks() {
     let Some(env) = stack("every_kind_of_bad_input_gets_a_clear_error_and_nothing_breaks") else {

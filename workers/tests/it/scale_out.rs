@@ -86,7 +86,6 @@ impl Deployment {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue 21: passes alone (85 s) and passed in two full runs, failed in a third (2026-11-27 18:34, cause not yet read); run with --ignored until it is understood"]
 async fn split_roles_survive_kill_9_of_each_role() {
     let Some(stack) = cluster_stack("split_roles_survive_kill_9_of_each_role").await else {
         return;
