@@ -98,9 +98,14 @@ impl EventStore {
         if ranges.is_empty() {
             return Ok(Vec::new());
         }
-        let ids: Vec<&str> = ranges.iter().map(|(id, _)| id.as_str()).collect();
-        let firsts: Vec<i64> = ranges.iter().map(|(_, r)| to_i64(r.first)).collect();
-        let lasts: Vec<i64> = ranges.iter().map(|(_, r)| to_i64(r.last)).collect();
+        // In workflow id order, as the group append locks its members' rows: two
+        // statements that lock rows of the same workflows in other orders deadlock (seen
+        // as "deadlock detected" on grouped appends under load).
+        let mut sorted: Vec<&(WorkflowId, PublishedRange)> = ranges.iter().collect();
+        sorted.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        let ids: Vec<&str> = sorted.iter().map(|(id, _)| id.as_str()).collect();
+        let firsts: Vec<i64> = sorted.iter().map(|(_, r)| to_i64(r.first)).collect();
+        let lasts: Vec<i64> = sorted.iter().map(|(_, r)| to_i64(r.last)).collect();
         // The outer SELECT sees the rows as they were before the UPDATE.
         let pending: Vec<String> = sqlx::query_scalar(
             "WITH m AS (SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[])

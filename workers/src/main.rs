@@ -2,6 +2,10 @@ use clap::Parser;
 use hcpflow_workers::cli::commands::Cli;
 use tracing_subscriber::EnvFilter;
 
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     exit_quietly_when_stdout_closes();

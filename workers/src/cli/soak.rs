@@ -17,23 +17,26 @@ use hcpflow_eventstore::{EventStore, TableSize};
 use hcpflow_protocol::subjects::{StreamRole, Subjects};
 use hcpflow_protocol::{ApiClient, CallError, NatsConfig, SignalRequest, StartRequest};
 
-use crate::cli::bench::{self, BenchArgs, Failure, FailureKind, Waiters};
+use crate::cli::bench::{self, Failure, FailureKind, Waiters};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct SoakArgs {
     /// How long the load runs, in minutes.
     #[arg(long, default_value_t = 20)]
     pub minutes: u64,
-    /// The fraction of the measured capacity (steps/s of 10-step chains, 32 in flight)
-    /// the load runs at.
+    /// The fraction of the measured capacity the load runs at: the steps/s of the same
+    /// mix with `--measure-in-flight` workflows in flight, as many as the server takes.
     #[arg(long, default_value_t = 0.7)]
     pub load: f64,
     /// Run at this many steps a second instead of measuring the capacity first.
     #[arg(long)]
     pub steps_per_sec: Option<f64>,
-    /// Workflows of the capacity measurement.
-    #[arg(long, default_value_t = 3000)]
-    pub measure_count: u32,
+    /// Seconds the capacity measurement runs (its first quarter is not counted).
+    #[arg(long, default_value_t = 60)]
+    pub measure_secs: u64,
+    /// Workflows in flight during the capacity measurement.
+    #[arg(long, default_value_t = 256)]
+    pub measure_in_flight: usize,
     /// The servers' metrics addresses (`host:port`, comma-separated): their resident
     /// memory is read every minute and summed.
     #[arg(long, value_delimiter = ',')]
@@ -202,6 +205,100 @@ struct Load {
     timeout: Duration,
 }
 
+/// Starts the mix's workflows one after another, each in a task of its own that sends
+/// its outcome back; counts what is in flight.
+struct Driver {
+    load: Arc<Load>,
+    kinds: Arc<Vec<Kind>>,
+    order: Vec<usize>,
+    next: usize,
+    in_flight: usize,
+    outcomes_tx: mpsc::UnboundedSender<Outcome>,
+    outcomes: mpsc::UnboundedReceiver<Outcome>,
+}
+
+impl Driver {
+    fn new(load: Arc<Load>, kinds: Vec<Kind>) -> Self {
+        let order = schedule(&kinds);
+        let (outcomes_tx, outcomes) = mpsc::unbounded_channel();
+        Self {
+            load,
+            kinds: Arc::new(kinds),
+            order,
+            next: 0,
+            in_flight: 0,
+            outcomes_tx,
+            outcomes,
+        }
+    }
+
+    /// The mix's average activities per start.
+    fn activities_per_start(&self) -> f64 {
+        let total: u32 = self.order.iter().map(|&k| self.kinds[k].activities).sum();
+        f64::from(total) / self.order.len() as f64
+    }
+
+    fn start_next(&mut self) {
+        let kind = self.order[self.next % self.order.len()];
+        let n = self.next;
+        self.next += 1;
+        self.in_flight += 1;
+        let (load, kinds, outcomes_tx) = (
+            self.load.clone(),
+            self.kinds.clone(),
+            self.outcomes_tx.clone(),
+        );
+        tokio::spawn(async move {
+            let result = run_one(&load, &kinds[kind], n).await;
+            let _ = outcomes_tx.send(Outcome { kind, result });
+        });
+    }
+
+    /// The next outcome (its kind, and its latency or failure), counted out of the
+    /// workflows in flight.
+    async fn next_outcome(&mut self) -> Option<(Kind, Result<Duration, Failure>)> {
+        let outcome = self.outcomes.recv().await?;
+        self.in_flight -= 1;
+        Some((self.kinds[outcome.kind].clone(), outcome.result))
+    }
+
+    /// The steps/s the server keeps up with `in_flight` of the mix in flight, counted
+    /// after the first quarter of `duration`, and how many failed; then waits for what
+    /// is in flight.
+    async fn measure_capacity(&mut self, in_flight: usize, duration: Duration) -> (f64, usize) {
+        let begin = tokio::time::Instant::now();
+        let (count_from, end) = (begin + duration / 4, begin + duration);
+        let mut steps = 0u64;
+        let mut failed = 0usize;
+        while self.in_flight < in_flight {
+            self.start_next();
+        }
+        while self.in_flight > 0 {
+            let Some((kind, result)) = self.next_outcome().await else {
+                break;
+            };
+            let now = tokio::time::Instant::now();
+            match result {
+                Ok(_) if now >= count_from && now < end => steps += u64::from(kind.activities),
+                Ok(_) => {}
+                Err(failure) => {
+                    failed += 1;
+                    eprintln!(
+                        "soak: measuring: {} {}: {}",
+                        kind.label,
+                        failure.kind.label(),
+                        failure.message
+                    );
+                }
+            }
+            if now < end {
+                self.start_next();
+            }
+        }
+        (steps as f64 / (end - count_from).as_secs_f64(), failed)
+    }
+}
+
 pub async fn run(
     nats_config: &NatsConfig,
     prefix: &str,
@@ -219,36 +316,6 @@ pub async fn run(
         .await
         .context("connecting to Postgres for the tables' sizes")?;
     let durability = store.durability().await?;
-    let steps_per_sec = match args.steps_per_sec {
-        Some(rate) => rate,
-        None => {
-            let capacity = measure_capacity(nats_config, prefix, database_url, args).await?;
-            println!(
-                "soak: capacity {capacity:.0} steps/s (noop_chain of 10 steps, 32 in flight, {} workflows)",
-                args.measure_count
-            );
-            capacity * args.load
-        }
-    };
-    let kinds = mix();
-    let order = schedule(&kinds);
-    let activities_per_start = order
-        .iter()
-        .map(|&k| f64::from(kinds[k].activities))
-        .sum::<f64>()
-        / order.len() as f64;
-    let starts_per_sec = steps_per_sec / activities_per_start;
-    println!(
-        "soak: {} min at {steps_per_sec:.0} steps/s ({starts_per_sec:.1} starts/s), postgres {}; per {MIX_CYCLE} starts: {}",
-        args.minutes,
-        if durability.is_durable() { "durable" } else { "NOT DURABLE" },
-        kinds
-            .iter()
-            .map(|k| format!("{} {}", k.per_cycle, k.label))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-
     let api = ApiClient {
         client: hcpflow_protocol::connect(nats_config, "hcpflow-soak").await?,
         subjects: Subjects::new(prefix)?,
@@ -262,11 +329,44 @@ pub async fn run(
         run_id: format!("soak-{}", chrono::Utc::now().format("%Y%m%d%H%M%S%3f")),
         timeout: Duration::from_secs(args.timeout_secs),
     });
-    let kinds = Arc::new(kinds);
+    let kinds = mix();
+    let mix_line = kinds
+        .iter()
+        .map(|k| format!("{} {}", k.per_cycle, k.label))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut driver = Driver::new(load.clone(), kinds);
+    let mut measure_failed = 0;
+    let steps_per_sec = match args.steps_per_sec {
+        Some(rate) => rate,
+        None => {
+            let (capacity, failed) = driver
+                .measure_capacity(
+                    args.measure_in_flight.max(1),
+                    Duration::from_secs(args.measure_secs.max(4)),
+                )
+                .await;
+            println!(
+                "soak: capacity {capacity:.0} steps/s (the mix below, {} in flight; {failed} failed)",
+                args.measure_in_flight
+            );
+            measure_failed = failed;
+            capacity * args.load
+        }
+    };
+    anyhow::ensure!(
+        steps_per_sec > 0.0 && steps_per_sec.is_finite(),
+        "no capacity to run at ({steps_per_sec} steps/s)"
+    );
+    let starts_per_sec = steps_per_sec / driver.activities_per_start();
+    println!(
+        "soak: {} min at {steps_per_sec:.0} steps/s ({starts_per_sec:.1} starts/s), postgres {}; per {MIX_CYCLE} starts: {mix_line}",
+        args.minutes,
+        if durability.is_durable() { "durable" } else { "NOT DURABLE" },
+    );
 
     let baseline = sample(&store, &load.api, args).await?;
     print_header();
-    let (outcomes_tx, mut outcomes) = mpsc::unbounded_channel::<Outcome>();
     let mut starts = tokio::time::interval(Duration::from_secs_f64(1.0 / starts_per_sec));
     starts.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
     let mut minute_ticks = tokio::time::interval_at(
@@ -276,35 +376,23 @@ pub async fn run(
     let end = tokio::time::Instant::now() + Duration::from_secs(60 * args.minutes);
     let mut minutes: Vec<Minute> = Vec::new();
     let mut current = Minute::default();
-    let mut in_flight = 0usize;
     let mut ended_total = 0usize;
-    let mut next = 0usize;
     let mut held_back = 0usize;
     loop {
         tokio::select! {
             _ = starts.tick(), if tokio::time::Instant::now() < end => {
-                let kind = order[next % order.len()];
-                let n = next;
-                next += 1;
                 current.started += 1;
-                if in_flight >= args.max_in_flight {
+                if driver.in_flight >= args.max_in_flight {
                     held_back += 1;
                     current.failed += 1;
-                    continue;
+                } else {
+                    driver.start_next();
                 }
-                in_flight += 1;
-                let (load, kinds, outcomes_tx) = (load.clone(), kinds.clone(), outcomes_tx.clone());
-                tokio::spawn(async move {
-                    let result = run_one(&load, &kinds[kind], n).await;
-                    let _ = outcomes_tx.send(Outcome { kind, result });
-                });
             }
-            Some(outcome) = outcomes.recv() => {
-                in_flight -= 1;
+            Some((kind, result)) = driver.next_outcome() => {
                 ended_total += 1;
                 current.ended += 1;
-                let kind = &kinds[outcome.kind];
-                match outcome.result {
+                match result {
                     Ok(latency) => {
                         current.steps += u64::from(kind.activities);
                         current.all_latencies.push(latency);
@@ -317,17 +405,17 @@ pub async fn run(
                         eprintln!("soak: {} {}: {}", kind.label, failure.kind.label(), failure.message);
                     }
                 }
-                if in_flight == 0 && tokio::time::Instant::now() >= end {
+                if driver.in_flight == 0 && tokio::time::Instant::now() >= end {
                     break;
                 }
             }
             _ = minute_ticks.tick() => {
-                current.in_flight = in_flight;
+                current.in_flight = driver.in_flight;
                 current.ended_total = ended_total;
                 current.sample = sample(&store, &load.api, args).await?;
                 print_minute(minutes.len() + 1, &current);
                 minutes.push(std::mem::take(&mut current));
-                if in_flight == 0 && tokio::time::Instant::now() >= end {
+                if driver.in_flight == 0 && tokio::time::Instant::now() >= end {
                     break;
                 }
             }
@@ -335,7 +423,7 @@ pub async fn run(
     }
     router.abort();
     let drained = Minute {
-        in_flight,
+        in_flight: driver.in_flight,
         ended_total,
         sample: sample(&store, &load.api, args).await?,
         ..current
@@ -349,7 +437,12 @@ pub async fn run(
 
     let load_minutes = &minutes[..minutes.len().min(args.minutes as usize)];
     print_stores(&baseline, load_minutes);
-    let failed: usize = minutes.iter().chain([&drained]).map(|m| m.failed).sum();
+    let failed: usize = measure_failed
+        + minutes
+            .iter()
+            .chain([&drained])
+            .map(|m| m.failed)
+            .sum::<usize>();
     let mut checks = vec![Check {
         name: "nothing failed".to_owned(),
         passed: failed == 0 && unfinished == 0,
@@ -369,34 +462,6 @@ pub async fn run(
         );
     }
     Ok(checks.iter().all(|c| c.passed))
-}
-
-/// Steps/s of 10-step chains with 32 in flight: the bench's standard figure.
-async fn measure_capacity(
-    nats_config: &NatsConfig,
-    prefix: &str,
-    database_url: &str,
-    args: &SoakArgs,
-) -> anyhow::Result<f64> {
-    let bench_args = BenchArgs {
-        workflow: "noop_chain".to_owned(),
-        steps: 10,
-        count: args.measure_count,
-        concurrency: 32,
-        sleep_ms: 0,
-        fail_at: None,
-        timeout_secs: 120,
-        ramp: None,
-        submit: false,
-        server_metrics: Vec::new(),
-    };
-    let report = bench::run(nats_config, prefix, Some(database_url), &bench_args).await?;
-    anyhow::ensure!(
-        report.failed == 0,
-        "the capacity measurement had {} failures: the server is not healthy enough to soak",
-        report.failed
-    );
-    Ok(report.steps as f64 / report.elapsed.as_secs_f64().max(f64::EPSILON))
 }
 
 /// Starts one workflow of `kind`, signals it if the kind says so, and waits for its

@@ -147,6 +147,9 @@ async fn wait_for_schema(
 
 /// How long a stopping process waits for NATS to take what its client still buffers.
 const FINAL_FLUSH_WAIT: Duration = Duration::from_secs(5);
+/// How long the roles have to finish after SIGTERM: under Kubernetes' default
+/// `terminationGracePeriodSeconds` (30), with room for the final flushes.
+const STOP_GRACE: Duration = Duration::from_secs(20);
 
 /// Runs `roles` until `shutdown` turns true.
 pub async fn run(
@@ -200,8 +203,15 @@ pub async fn run(
     let labels: Vec<String> = roles.iter().map(Role::to_string).collect();
     tracing::info!(roles = labels.join(","), prefix = process.subjects.prefix(), nats = %process.config.nats.url, "hcpflow running");
 
-    let failure = running.until_stopped().await;
-    process.journal.flush_published().await;
+    let failure = running.until_stopped(process.shutdown.clone()).await;
+    // Marks not written are only work for the relay: a stop does not wait on a
+    // Postgres that is away.
+    if tokio::time::timeout(FINAL_FLUSH_WAIT, process.journal.flush_published())
+        .await
+        .is_err()
+    {
+        tracing::warn!("Postgres did not take the last published marks within {FINAL_FLUSH_WAIT:?}; the relay will");
+    }
     // What the client still buffers goes out now, if NATS is there to take it: a stop
     // does not wait on a NATS that is away (what was not sent is in Postgres, and the
     // relay and the sweeper send it).
@@ -493,10 +503,33 @@ impl Running {
     }
 
     /// Waits until every role stopped; the first failure (or panic) stops the others
-    /// and is returned.
-    async fn until_stopped(mut self) -> Option<anyhow::Error> {
+    /// and is returned. Once `shutdown` turns true the roles have [`STOP_GRACE`] to
+    /// finish what they hold; then they are aborted (a role waiting on a Postgres or
+    /// NATS that is gone would keep the process for ever).
+    async fn until_stopped(mut self, mut shutdown: watch::Receiver<bool>) -> Option<anyhow::Error> {
         let mut failure = None;
-        while let Some(joined) = self.0.join_next().await {
+        let grace = async move {
+            if shutdown.wait_for(|stopping| *stopping).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            tokio::time::sleep(STOP_GRACE).await;
+        };
+        tokio::pin!(grace);
+        let mut aborted = false;
+        loop {
+            let joined = tokio::select! {
+                joined = self.0.join_next() => joined,
+                () = &mut grace, if !aborted => {
+                    aborted = true;
+                    let left = self.0.len();
+                    tracing::warn!(left, "roles still busy {STOP_GRACE:?} after the stop; stopping them (their tasks go back to NATS, their claims lapse)");
+                    self.0.abort_all();
+                    continue;
+                }
+            };
+            let Some(joined) = joined else {
+                break;
+            };
             match joined {
                 Ok((label, Ok(()))) => tracing::debug!(label, "stopped"),
                 Ok((label, Err(error))) => {

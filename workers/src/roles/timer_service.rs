@@ -10,6 +10,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
+
 use hcpflow_engine::event::TimerFired;
 use hcpflow_engine::history::pending_work;
 use hcpflow_engine::{Seq, WorkflowId};
@@ -20,6 +22,12 @@ use crate::runtime::journal::{Journal, Write};
 
 const FALLBACK_POLL: Duration = Duration::from_secs(5);
 const LEASE: Duration = Duration::from_secs(30);
+/// Timers claimed at once, and fired at once: each firing is a step of its own
+/// workflow (read, decide, append), so firing them together lets their appends share
+/// group commits. One at a time, a loaded server fired fewer timers a second than its
+/// workflows armed, and a 2 s timer fired 85 s late (the soak's timer workflows).
+const CLAIM_BATCH: u32 = 100;
+const FIRE_CONCURRENCY: usize = 32;
 
 #[derive(Debug)]
 pub struct TimerService {
@@ -71,23 +79,31 @@ impl TimerService {
         let due = self
             .journal
             .store
-            .claim_due_timers(&self.name, &self.events_prefix(), 100, LEASE)
+            .claim_due_timers(&self.name, &self.events_prefix(), CLAIM_BATCH, LEASE)
             .await?;
-        let mut fired = Vec::with_capacity(due.len());
-        for timer in &due {
-            match self.fire(timer).await {
-                Ok(()) => fired.push(timer.id),
-                Err(error) => {
-                    tracing::warn!(workflow_id = %timer.workflow_id, seq = %timer.seq, %error, "timer not fired; it will be retried after its lease")
-                }
-            }
-        }
+        let firings: Vec<_> = due.iter().map(|timer| self.fire_or_log(timer)).collect();
+        let fired: Vec<i64> = futures::stream::iter(firings)
+            .buffer_unordered(FIRE_CONCURRENCY)
+            .filter_map(std::future::ready)
+            .collect()
+            .await;
         self.journal
             .store
             .mark_timers_fired(&self.name, &fired)
             .await?;
         self.journal.metrics.timers_fired.add(fired.len() as u64);
         Ok(due.len())
+    }
+
+    /// Fires one timer: its id once fired, `None` (logged) if it could not be.
+    async fn fire_or_log(&self, timer: &ClaimedTimer) -> Option<i64> {
+        match self.fire(timer).await {
+            Ok(()) => Some(timer.id),
+            Err(error) => {
+                tracing::warn!(workflow_id = %timer.workflow_id, seq = %timer.seq, %error, "timer not fired; it will be retried after its lease");
+                None
+            }
+        }
     }
 
     async fn fire(&self, timer: &ClaimedTimer) -> anyhow::Result<()> {
