@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make soak`: hcpflow under a mixed load for a long time, on the bench's durable stack
-# (stack.sh), release build. `hcpflow soak` first measures the capacity (10-step chains,
-# 32 in flight), then starts noop chains, fan-outs, timer-and-signal workflows, parents
+# (stack.sh), release build. `hcpflow soak` first measures the capacity (its own mix,
+# 256 in flight), then starts noop chains, fan-outs, timer-and-signal workflows, parents
 # with children and chains that fail and compensate at SOAK_LOAD of it; it prints a line
 # every minute and, at the end, a verdict: nothing failed, and the servers' memory, the
 # p99 and the storage per workflow did not grow over the last half. It exits non-zero
