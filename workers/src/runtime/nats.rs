@@ -56,33 +56,98 @@ pub async fn ensure_streams(
     limits: StreamLimits,
 ) -> anyhow::Result<()> {
     for role in StreamRole::ALL {
-        let config = stream_config(subjects, role, limits);
-        let name = config.name.clone();
-        match js.get_stream(&name).await {
-            Ok(mut stream) => {
-                let current = stream.info().await?.config.clone();
-                // NATS reports an unset message size limit (0 asked) as -1: both mean none.
-                let limits_of =
-                    |c: &stream::Config| (c.max_bytes, c.num_replicas, c.max_message_size.max(0));
-                if role == StreamRole::Audit {
-                    if limits_of(&current) != limits_of(&config) {
-                        tracing::warn!(stream = %name, current = ?limits_of(&current), asked = ?limits_of(&config),
-                            "the witness stream keeps its limits: hcpflow never changes it; a NATS administrator may");
-                    }
-                    continue;
+        let deadline = tokio::time::Instant::now() + STREAMS_PATIENCE;
+        loop {
+            match ensure_stream(js, subjects, role, limits).await {
+                Ok(()) => break,
+                Err(error)
+                    if jetstream_not_answering(&error)
+                        && tokio::time::Instant::now() < deadline =>
+                {
+                    tracing::warn!(
+                        error = format!("{error:#}"),
+                        "JetStream did not answer; asking again"
+                    );
+                    tokio::time::sleep(Duration::from_secs(1)).await;
                 }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How long a start asks again a JetStream that does not answer yet: a NATS cluster
+/// that is electing its leaders (just started, or a node lost) answers within seconds.
+const STREAMS_PATIENCE: Duration = Duration::from_secs(60);
+
+/// A request to JetStream that timed out or found no JetStream (yet), as opposed to an
+/// answer that refuses: only these are asked again.
+fn jetstream_not_answering(error: &anyhow::Error) -> bool {
+    use async_nats::jetstream::context::{
+        CreateStreamError, CreateStreamErrorKind, GetStreamError, GetStreamErrorKind, RequestError,
+        RequestErrorKind,
+    };
+    error.chain().any(|cause| {
+        cause.downcast_ref::<CreateStreamError>().is_some_and(|e| {
+            matches!(
+                e.kind(),
+                CreateStreamErrorKind::TimedOut | CreateStreamErrorKind::JetStreamUnavailable
+            )
+        }) || cause
+            .downcast_ref::<GetStreamError>()
+            .is_some_and(|e| matches!(e.kind(), GetStreamErrorKind::Request))
+            || cause.downcast_ref::<RequestError>().is_some_and(|e| {
+                matches!(
+                    e.kind(),
+                    RequestErrorKind::TimedOut | RequestErrorKind::NoResponders
+                )
+            })
+    })
+}
+
+/// Creates one stream, or brings its limits up to `limits` (see [`ensure_streams`]).
+async fn ensure_stream(
+    js: &jetstream::Context,
+    subjects: &Subjects,
+    role: StreamRole,
+    limits: StreamLimits,
+) -> anyhow::Result<()> {
+    let config = stream_config(subjects, role, limits);
+    let name = config.name.clone();
+    match js.get_stream(&name).await {
+        Ok(mut stream) => {
+            let current = stream.info().await?.config.clone();
+            // NATS reports an unset message size limit (0 asked) as -1: both mean none.
+            let limits_of =
+                |c: &stream::Config| (c.max_bytes, c.num_replicas, c.max_message_size.max(0));
+            if role == StreamRole::Audit {
                 if limits_of(&current) != limits_of(&config) {
-                    js.update_stream(config)
-                        .await
-                        .with_context(|| format!("updating the limits of stream {name}"))?;
+                    tracing::warn!(stream = %name, current = ?limits_of(&current), asked = ?limits_of(&config),
+                        "the witness stream keeps its limits: hcpflow never changes it; a NATS administrator may");
                 }
+                return Ok(());
             }
-            Err(_) => {
-                let bytes = config.max_bytes;
-                js.create_stream(config).await.with_context(|| {
-                    format!("creating stream {name} (bounded to {bytes} bytes: if NATS lacks the storage, lower --stream-max-bytes or raise its max_file_store)")
-                })?;
+            if limits_of(&current) != limits_of(&config) {
+                js.update_stream(config)
+                    .await
+                    .with_context(|| format!("updating the limits of stream {name}"))?;
             }
+        }
+        // Unanswered: whether it exists is not known yet.
+        Err(error)
+            if matches!(
+                error.kind(),
+                async_nats::jetstream::context::GetStreamErrorKind::Request
+            ) =>
+        {
+            return Err(anyhow::Error::new(error).context(format!("looking up stream {name}")));
+        }
+        Err(_) => {
+            let bytes = config.max_bytes;
+            js.create_stream(config).await.with_context(|| {
+                format!("creating stream {name} (bounded to {bytes} bytes: if NATS lacks the storage, lower --stream-max-bytes or raise its max_file_store)")
+            })?;
         }
     }
     Ok(())
@@ -334,3 +399,37 @@ where
 
 /// How long a shutdown waits for the tasks in flight.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_nats::jetstream::context::{
+        CreateStreamError, CreateStreamErrorKind, GetStreamError, GetStreamErrorKind,
+    };
+
+    #[test]
+    fn only_a_jetstream_that_does_not_answer_is_asked_again() {
+        let unanswered = [
+            anyhow::Error::new(CreateStreamError::new(CreateStreamErrorKind::TimedOut))
+                .context("creating stream X"),
+            anyhow::Error::new(CreateStreamError::new(
+                CreateStreamErrorKind::JetStreamUnavailable,
+            )),
+            anyhow::Error::new(GetStreamError::new(GetStreamErrorKind::Request))
+                .context("looking up stream X"),
+        ];
+        for error in &unanswered {
+            assert!(jetstream_not_answering(error), "{error:#}");
+        }
+        let answered = [
+            anyhow::Error::new(CreateStreamError::new(CreateStreamErrorKind::Response)),
+            anyhow::Error::new(CreateStreamError::new(
+                CreateStreamErrorKind::InvalidStreamName,
+            )),
+            anyhow::anyhow!("timed out, but not JetStream's"),
+        ];
+        for error in &answered {
+            assert!(!jetstream_not_answering(error), "{error:#}");
+        }
+    }
+}
