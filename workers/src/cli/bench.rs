@@ -403,6 +403,13 @@ async fn submit(api: &ApiClient, request: &StartRequest) -> Result<(), Failure> 
     }
 }
 
+/// The `p` quantile (0–1) of latencies sorted in ascending order; none of none.
+pub(crate) fn percentile_of_sorted(sorted: &[Duration], p: f64) -> Option<Duration> {
+    let last = sorted.len().checked_sub(1)?;
+    let index = (last as f64 * p).round() as usize;
+    sorted.get(index.min(last)).copied()
+}
+
 impl BenchReport {
     /// The report of a run: latencies sorted, failures counted by kind.
     fn tally(
@@ -442,11 +449,7 @@ impl BenchReport {
     }
 
     fn percentile(&self, p: f64) -> Duration {
-        if self.latencies.is_empty() {
-            return Duration::ZERO;
-        }
-        let index = ((self.latencies.len() as f64 - 1.0) * p).round() as usize;
-        self.latencies[index.min(self.latencies.len() - 1)]
+        percentile_of_sorted(&self.latencies, p).unwrap_or_default()
     }
 
     pub fn print(&self, args: &BenchArgs) {

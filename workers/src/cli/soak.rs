@@ -583,13 +583,9 @@ fn millis(duration: Duration) -> String {
 }
 
 fn percentile(latencies: &[Duration], p: f64) -> Option<Duration> {
-    if latencies.is_empty() {
-        return None;
-    }
     let mut sorted = latencies.to_vec();
     sorted.sort();
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    Some(sorted[index.min(sorted.len() - 1)])
+    bench::percentile_of_sorted(&sorted, p)
 }
 
 fn print_header() {
