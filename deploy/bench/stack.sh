@@ -7,12 +7,20 @@
 #   HCPFLOW_BENCH_METRICS_PORT=59464   the first server's --metrics-addr port (the next
 #                                      servers take the ports after it); the addresses
 #                                      are in $metrics_addrs (comma-separated)
+#   HCPFLOW_BENCH_PG_SETTINGS="shared_buffers=2GB max_wal_size=8GB checkpoint_timeout=15min"
+#                                      Postgres's settings beyond durability (empty:
+#                                      Postgres's defaults)
 export HCPFLOW_DEV_DIR=${HCPFLOW_BENCH_DIR:-$repo/.bench}
 export HCPFLOW_DEV_PG_PORT=${HCPFLOW_BENCH_PG_PORT:-55632}
 export HCPFLOW_DEV_NATS_PORT=${HCPFLOW_BENCH_NATS_PORT:-54422}
 export HCPFLOW_DEV_NATS_MONITOR_PORT=${HCPFLOW_BENCH_NATS_MONITOR_PORT:-58422}
 export HCPFLOW_DEV_SERVERS="postgres nats"
 export HCPFLOW_DEV_PG_DURABLE=1
+# Sized as a production Postgres would be (Postgres's defaults are for a small machine):
+# with 128 MB of shared buffers and a checkpoint every 1 GB of WAL, a long run's event
+# indexes outgrow the buffers and every checkpoint writes each page an append touches
+# whole to the WAL again (full-page writes), a cost that grows with the log.
+export HCPFLOW_DEV_PG_SETTINGS=${HCPFLOW_BENCH_PG_SETTINGS-shared_buffers=2GB max_wal_size=8GB checkpoint_timeout=15min}
 stack=$repo/deploy/dev/stack.sh
 
 log() { printf 'bench: %s\n' "$*" >&2; }

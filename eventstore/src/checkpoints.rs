@@ -132,55 +132,124 @@ impl EventStore {
             .collect())
     }
 
-    /// Stores `checkpoint`, moves the workflow's checkpoint mark, and writes `witness`
-    /// to the outbox claimed by `claimer` (who publishes it; a relay does if it dies):
-    /// one transaction. Returns the outbox row id, or `None` when this checkpoint was
-    /// already stored.
-    pub async fn record_checkpoint(
+    /// How many ended workflows still wait for the checkpoint of their last event: the
+    /// checkpointer's backlog, which stays small when signing keeps up with the ends.
+    pub async fn count_unsigned_ended(&self) -> Result<i64> {
+        let count: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM workflows
+              WHERE signature_open AND checkpoint_seq < next_seq - 1
+                AND status IN ('completed', 'compensated', 'failed', 'cancelled')",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(count)
+    }
+
+    /// Stores `signed` checkpoints (each with its witness message, at most one per
+    /// workflow), moves their workflows' checkpoint marks, and writes the witnesses of
+    /// the newly stored ones to the outbox claimed by `claimer` (who publishes them; a
+    /// relay does if it dies): one transaction, one commit for the whole batch. Returns
+    /// the outbox row id of each newly stored checkpoint's witness, by its position in
+    /// `signed`; a checkpoint already stored gets none.
+    pub async fn record_checkpoints(
         &self,
-        checkpoint: &Checkpoint,
-        witness: &OutboxMessage,
+        signed: &[(Checkpoint, OutboxMessage)],
         claimer: &str,
         lease: Duration,
-    ) -> Result<Option<i64>> {
+    ) -> Result<Vec<(usize, i64)>> {
+        if signed.is_empty() {
+            return Ok(Vec::new());
+        }
+        // In workflow id order, as the group append locks its members' index rows: two
+        // statements that lock rows of the same workflows in other orders deadlock.
+        let mut order: Vec<usize> = (0..signed.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (a, b) = (&signed[a].0, &signed[b].0);
+            (a.workflow_id.as_str(), a.seq).cmp(&(b.workflow_id.as_str(), b.seq))
+        });
+        let column = |f: &dyn Fn(&(Checkpoint, OutboxMessage)) -> Vec<u8>| -> Vec<Vec<u8>> {
+            order.iter().map(|&i| f(&signed[i])).collect()
+        };
+        let ids: Vec<&str> = order
+            .iter()
+            .map(|&i| signed[i].0.workflow_id.as_str())
+            .collect();
+        let seqs: Vec<i64> = order.iter().map(|&i| to_i64(signed[i].0.seq)).collect();
+        let hashes = column(&|(c, _)| c.head_hash.as_bytes().to_vec());
+        let key_ids: Vec<&str> = order.iter().map(|&i| signed[i].0.key_id.as_str()).collect();
+        let signatures = column(&|(c, _)| c.signature.clone());
+
         let mut tx = self.pool.begin().await?;
-        let inserted = sqlx::query(
+        let stored: Vec<(String, i64)> = sqlx::query_as(
             "INSERT INTO audit_checkpoints (workflow_id, seq, head_hash, key_id, signature)
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+             SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bytea[], $4::text[], $5::bytea[])
+             ON CONFLICT DO NOTHING RETURNING workflow_id, seq",
         )
-        .bind(checkpoint.workflow_id.as_str())
-        .bind(to_i64(checkpoint.seq))
-        .bind(checkpoint.head_hash.as_bytes().as_slice())
-        .bind(&checkpoint.key_id)
-        .bind(&checkpoint.signature)
-        .execute(&mut *tx)
+        .bind(&ids)
+        .bind(&seqs)
+        .bind(&hashes)
+        .bind(&key_ids)
+        .bind(&signatures)
+        .fetch_all(&mut *tx)
         .await?;
         sqlx::query(
-            "UPDATE workflows SET checkpoint_seq = $2, checkpoint_at = now()
-              WHERE workflow_id = $1 AND checkpoint_seq < $2",
+            "UPDATE workflows w SET checkpoint_seq = c.seq, checkpoint_at = now()
+               FROM UNNEST($1::text[], $2::bigint[]) AS c(workflow_id, seq)
+              WHERE w.workflow_id = c.workflow_id AND w.checkpoint_seq < c.seq",
         )
-        .bind(checkpoint.workflow_id.as_str())
-        .bind(to_i64(checkpoint.seq))
+        .bind(&ids)
+        .bind(&seqs)
         .execute(&mut *tx)
         .await?;
-        if inserted.rows_affected() == 0 {
+        let stored: std::collections::BTreeSet<(String, i64)> = stored.into_iter().collect();
+        let new: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let checkpoint = &signed[i].0;
+                stored.contains(&(
+                    checkpoint.workflow_id.as_str().to_owned(),
+                    to_i64(checkpoint.seq),
+                ))
+            })
+            .collect();
+        if new.is_empty() {
             tx.commit().await?;
-            return Ok(None);
+            return Ok(Vec::new());
         }
-        let (id,): (i64,) = sqlx::query_as(
+        let witness_ids: Vec<&str> = new
+            .iter()
+            .map(|&i| signed[i].0.workflow_id.as_str())
+            .collect();
+        let subjects: Vec<&str> = new.iter().map(|&i| signed[i].1.subject.as_str()).collect();
+        let msg_ids: Vec<&str> = new.iter().map(|&i| signed[i].1.msg_id.as_str()).collect();
+        let payloads: Vec<&[u8]> = new
+            .iter()
+            .map(|&i| signed[i].1.payload.as_slice())
+            .collect();
+        let rows: Vec<(i64, String)> = sqlx::query_as(
             "INSERT INTO outbox (workflow_id, subject, msg_id, payload, claimed_by, claim_expires_at)
-             VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6)) RETURNING id",
+             SELECT w.workflow_id, w.subject, w.msg_id, w.payload, $5,
+                    now() + make_interval(secs => $6)
+               FROM UNNEST($1::text[], $2::text[], $3::text[], $4::bytea[])
+                    AS w(workflow_id, subject, msg_id, payload)
+             RETURNING id, msg_id",
         )
-        .bind(checkpoint.workflow_id.as_str())
-        .bind(&witness.subject)
-        .bind(&witness.msg_id)
-        .bind(&witness.payload)
+        .bind(&witness_ids)
+        .bind(&subjects)
+        .bind(&msg_ids)
+        .bind(&payloads)
         .bind(claimer)
         .bind(lease.as_secs_f64())
-        .fetch_one(&mut *tx)
+        .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(Some(id))
+        let row_of: std::collections::BTreeMap<String, i64> =
+            rows.into_iter().map(|(id, msg_id)| (msg_id, id)).collect();
+        Ok(new
+            .into_iter()
+            .filter_map(|i| row_of.get(&signed[i].1.msg_id).map(|&row| (i, row)))
+            .collect())
     }
 
     /// The workflow's latest checkpoint, if any.

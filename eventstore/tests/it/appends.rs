@@ -1,8 +1,8 @@
 //! Appending, reading, listing and the ledger, one workflow at a time.
 
-use hcpflow_engine::{ChainHash, Seq, WorkflowId, WorkflowStatus};
+use hcpflow_engine::{ChainHash, Checkpoint, Seq, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::{
-    AppendBatch, Error, LedgerAction, LedgerEntry, NewWorkflow, WorkflowFilter,
+    AppendBatch, Error, LedgerAction, LedgerEntry, NewWorkflow, OutboxMessage, WorkflowFilter,
 };
 
 use crate::support::{event, new_workflow, store, unique_id, workflow_with_events};
@@ -482,4 +482,98 @@ async fn refused_heads_do_not_fill_every_scan_for_signing() {
     assert_eq!(next.len(), 1);
     assert_ne!(next[0].workflow_id, first[0].workflow_id);
     assert!(ids.contains(&next[0].workflow_id));
+}
+
+#[tokio::test]
+async fn a_batch_of_checkpoints_is_stored_in_one_go_and_once() {
+    let Some((_, store)) = store("a_batch_of_checkpoints_is_stored_in_one_go_and_once").await
+    else {
+        return;
+    };
+    let prefix = format!("{}.events.", unique_id("batch").as_str().replace('-', ""));
+    let mut heads = Vec::new();
+    for _ in 0..3 {
+        let id = unique_id("batch");
+        let mut workflow = new_workflow("test");
+        workflow.status = WorkflowStatus::Completed;
+        workflow.events_subject = Some(format!("{prefix}{id}"));
+        let created = store
+            .create_workflow(
+                &workflow,
+                AppendBatch::new(id.clone(), Seq::FIRST, vec![event(1)])
+                    .with_status(WorkflowStatus::Completed),
+            )
+            .await
+            .unwrap();
+        heads.push((id, created.head_hash));
+    }
+    let every = std::time::Duration::from_secs(60);
+    let unsigned = || async {
+        let mut ids: Vec<WorkflowId> = store
+            .unsigned_heads(&prefix, every, 10, &[])
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|head| head.unwrap().workflow_id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    let signed = |picked: &[usize]| -> Vec<(Checkpoint, OutboxMessage)> {
+        picked
+            .iter()
+            .map(|&i| {
+                let (id, head_hash) = &heads[i];
+                let checkpoint = Checkpoint {
+                    workflow_id: id.clone(),
+                    seq: Seq::FIRST,
+                    head_hash: *head_hash,
+                    key_id: "test-key".to_owned(),
+                    signature: vec![i as u8; 64],
+                };
+                let witness = OutboxMessage {
+                    subject: format!("test.audit.{id}"),
+                    msg_id: format!("ck-{id}-1"),
+                    payload: vec![i as u8],
+                };
+                (checkpoint, witness)
+            })
+            .collect()
+    };
+    let lease = std::time::Duration::from_secs(30);
+
+    // Two of the three, given out of id order: both stored, each with its witness.
+    let first = signed(&[2, 0]);
+    let rows = store
+        .record_checkpoints(&first, "signer", lease)
+        .await
+        .unwrap();
+    let positions: Vec<usize> = rows.iter().map(|&(i, _)| i).collect();
+    assert_eq!(positions.len(), 2);
+    assert!(positions.contains(&0) && positions.contains(&1));
+    assert_ne!(rows[0].1, rows[1].1);
+    assert_eq!(unsigned().await, vec![heads[1].0.clone()]);
+    for (checkpoint, _) in &first {
+        let stored = store
+            .latest_checkpoint(&checkpoint.workflow_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&stored.checkpoint, checkpoint);
+    }
+
+    // Again with the third: only the new one is stored and gets a witness to publish.
+    let again = signed(&[0, 1, 2]);
+    let rows = store
+        .record_checkpoints(&again, "signer", lease)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].0, 1);
+    assert!(unsigned().await.is_empty());
+    assert!(store
+        .record_checkpoints(&[], "signer", lease)
+        .await
+        .unwrap()
+        .is_empty());
 }

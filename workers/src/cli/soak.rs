@@ -138,6 +138,8 @@ struct Outcome {
 #[derive(Debug, Clone, Default)]
 struct Sample {
     rss_bytes: Option<u64>,
+    /// Ended workflows whose last event is not signed yet (the checkpointer's backlog).
+    unsigned_ended: i64,
     tables: Vec<TableSize>,
     streams: Vec<StreamSize>,
 }
@@ -569,6 +571,7 @@ async fn sample(store: &EventStore, api: &ApiClient, args: &SoakArgs) -> anyhow:
     }
     Ok(Sample {
         rss_bytes,
+        unsigned_ended: store.count_unsigned_ended().await?,
         tables: store.table_sizes().await?,
         streams,
     })
@@ -667,6 +670,10 @@ fn print_stores(baseline: &Sample, minutes: &[Minute]) {
             stream.name, stream.messages
         );
     }
+    println!(
+        "  ended workflows not signed yet: {} / {} / {}",
+        baseline.unsigned_ended, mid.sample.unsigned_ended, last.sample.unsigned_ended
+    );
 }
 
 /// Whether memory, latency and storage per workflow stayed flat over the last half of
@@ -738,6 +745,16 @@ fn flatness_checks(minutes: &[Minute]) -> Vec<Check> {
             });
         }
     }
+
+    // Signing: the checkpointer's backlog must not grow with the ends.
+    let (backlog_mid, backlog_end) = (mid.sample.unsigned_ended, last.sample.unsigned_ended);
+    checks.push(Check {
+        name: "audit signing keeps up".to_owned(),
+        passed: backlog_end <= backlog_mid + (backlog_mid / 10).max(1000),
+        detail: format!(
+            "{backlog_mid} → {backlog_end} ended workflows not signed yet over the last half (at most +10% or +1,000)"
+        ),
+    });
 
     // Storage: what is purged or consumed must stop growing; what is kept must not cost
     // more per workflow in the last half than in the first.
@@ -814,6 +831,7 @@ mod tests {
             all_latencies: vec![Duration::from_millis(chain_ms); 10],
             sample: Sample {
                 rss_bytes: Some(rss),
+                unsigned_ended: 500,
                 tables: vec![table("outbox", outbox), table("events", events)],
                 streams: Vec::new(),
             },
@@ -841,13 +859,15 @@ mod tests {
     fn growth_over_the_last_half_fails_the_soak() {
         let minutes: Vec<Minute> = (1..=8u64)
             .map(|m| {
-                minute(
+                let mut minute = minute(
                     m as usize * 1000,
                     (300 + 10 * m) << 20,
                     20 * m,
                     m as i64 * (4 << 20),
                     (m * m) as i64 * (10 << 20),
-                )
+                );
+                minute.sample.unsigned_ended = m as i64 * 2000;
+                minute
             })
             .collect();
         assert_eq!(
@@ -856,6 +876,7 @@ mod tests {
                 "server RSS over the last half",
                 "chain p99, last quarter vs the one before",
                 "all p99, last quarter vs the one before",
+                "audit signing keeps up",
                 "table events per workflow",
                 "table outbox stays flat",
             ]
