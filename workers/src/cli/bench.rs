@@ -245,17 +245,23 @@ pub async fn run(
 /// The sum over the servers of one gauge of their `/metrics` (e.g.
 /// `hcpflow_process_peak_resident_memory_bytes`).
 pub(crate) async fn servers_gauge_sum(addresses: &[String], gauge: &str) -> anyhow::Result<u64> {
-    let mut total = 0;
+    Ok(servers_metric_sum(addresses, gauge).await? as u64)
+}
+
+/// The sum over the servers of one sample of their `/metrics`, as it reads (a gauge, a
+/// counter, or a histogram's `_sum` or `_count`).
+pub(crate) async fn servers_metric_sum(addresses: &[String], metric: &str) -> anyhow::Result<f64> {
+    let mut total = 0.0;
     for address in addresses {
         let text = crate::runtime::ops_http::get_text(address, "/metrics")
             .await
             .with_context(|| format!("reading the metrics of {address}"))?;
         let value = text
             .lines()
-            .find_map(|line| line.strip_prefix(gauge)?.strip_prefix(' '))
+            .find_map(|line| line.strip_prefix(metric)?.strip_prefix(' '))
             .and_then(|value| value.trim().parse::<f64>().ok())
-            .with_context(|| format!("{address} reports no {gauge}"))?;
-        total += value as u64;
+            .with_context(|| format!("{address} reports no {metric}"))?;
+        total += value;
     }
     Ok(total)
 }
