@@ -444,23 +444,8 @@ async fn refused_heads_do_not_fill_every_scan_for_signing() {
         return;
     };
     // Two ended workflows of one deployment (its own events prefix).
-    let prefix = format!("{}.events.", unique_id("sign").as_str().replace('-', ""));
-    let mut ids = Vec::new();
-    for _ in 0..2 {
-        let id = unique_id("sign");
-        let mut workflow = new_workflow("test");
-        workflow.status = WorkflowStatus::Completed;
-        workflow.events_subject = Some(format!("{prefix}{id}"));
-        store
-            .create_workflow(
-                &workflow,
-                AppendBatch::new(id.clone(), Seq::FIRST, vec![event(1)])
-                    .with_status(WorkflowStatus::Completed),
-            )
-            .await
-            .unwrap();
-        ids.push(id);
-    }
+    let (prefix, ended) = ended_workflows(&store, "sign", 2).await;
+    let ids: Vec<WorkflowId> = ended.into_iter().map(|(id, _)| id).collect();
     let every = std::time::Duration::from_secs(60);
     let scan = |refused: Vec<(hcpflow_engine::WorkflowId, Seq)>| {
         let (store, prefix) = (store.clone(), prefix.clone());
@@ -490,23 +475,7 @@ async fn a_batch_of_checkpoints_is_stored_in_one_go_and_once() {
     else {
         return;
     };
-    let prefix = format!("{}.events.", unique_id("batch").as_str().replace('-', ""));
-    let mut heads = Vec::new();
-    for _ in 0..3 {
-        let id = unique_id("batch");
-        let mut workflow = new_workflow("test");
-        workflow.status = WorkflowStatus::Completed;
-        workflow.events_subject = Some(format!("{prefix}{id}"));
-        let created = store
-            .create_workflow(
-                &workflow,
-                AppendBatch::new(id.clone(), Seq::FIRST, vec![event(1)])
-                    .with_status(WorkflowStatus::Completed),
-            )
-            .await
-            .unwrap();
-        heads.push((id, created.head_hash));
-    }
+    let (prefix, heads) = ended_workflows(&store, "batch", 3).await;
     let every = std::time::Duration::from_secs(60);
     let unsigned = || async {
         let mut ids: Vec<WorkflowId> = store
@@ -576,4 +545,31 @@ async fn a_batch_of_checkpoints_is_stored_in_one_go_and_once() {
         .await
         .unwrap()
         .is_empty());
+}
+
+/// `count` workflows that ended at their first event, of one deployment of their own (the
+/// events prefix returned), with their head hashes.
+async fn ended_workflows(
+    store: &hcpflow_eventstore::EventStore,
+    label: &str,
+    count: usize,
+) -> (String, Vec<(WorkflowId, ChainHash)>) {
+    let prefix = format!("{}.events.", unique_id(label).as_str().replace('-', ""));
+    let mut heads = Vec::new();
+    for _ in 0..count {
+        let id = unique_id(label);
+        let mut workflow = new_workflow("test");
+        workflow.status = WorkflowStatus::Completed;
+        workflow.events_subject = Some(format!("{prefix}{id}"));
+        let created = store
+            .create_workflow(
+                &workflow,
+                AppendBatch::new(id.clone(), Seq::FIRST, vec![event(1)])
+                    .with_status(WorkflowStatus::Completed),
+            )
+            .await
+            .unwrap();
+        heads.push((id, created.head_hash));
+    }
+    (prefix, heads)
 }
