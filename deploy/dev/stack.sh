@@ -47,7 +47,8 @@ aws_region=us-east-1
 servers=${HCPFLOW_DEV_SERVERS:-postgres nats moto aws-proxy kube}
 if [[ ${HCPFLOW_DEV_PG_DURABLE:-0} == 1 ]]; then pg_durability=on; else pg_durability=off; fi
 pg_settings=()
-for setting in ${HCPFLOW_DEV_PG_SETTINGS:-}; do pg_settings+=(-c "$setting"); done
+read -ra pg_setting_words <<< "${HCPFLOW_DEV_PG_SETTINGS:-}"
+for setting in ${pg_setting_words[@]+"${pg_setting_words[@]}"}; do pg_settings+=(-c "$setting"); done
 management_cluster=${HCPFLOW_DEV_MANAGEMENT_CLUSTER:-hcpflow-management}
 
 moto_requirement='moto[server]==5.2.5'

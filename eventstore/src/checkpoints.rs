@@ -132,17 +132,23 @@ impl EventStore {
             .collect())
     }
 
-    /// How many ended workflows still wait for the checkpoint of their last event: the
-    /// checkpointer's backlog, which stays small when signing keeps up with the ends.
-    pub async fn count_unsigned_ended(&self) -> Result<i64> {
-        let count: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM workflows
-              WHERE signature_open AND checkpoint_seq < next_seq - 1
+    /// Of the ended workflows whose id starts with `prefix`, how many still wait for the
+    /// checkpoint of their last event (the checkpointer's backlog, which stays small
+    /// when signing keeps up with the ends) and how many have a checkpoint (none: no
+    /// checkpointer signs them).
+    pub async fn count_signing_backlog(&self, prefix: &str) -> Result<(i64, i64)> {
+        let pattern = crate::index::like_prefix(prefix);
+        let counts: (i64, i64) = sqlx::query_as(
+            "SELECT count(*) FILTER (WHERE signature_open AND checkpoint_seq < next_seq - 1),
+                    count(*) FILTER (WHERE checkpoint_seq > 0)
+               FROM workflows
+              WHERE workflow_id LIKE $1
                 AND status IN ('completed', 'compensated', 'failed', 'cancelled')",
         )
+        .bind(&pattern)
         .fetch_one(&self.pool)
         .await?;
-        Ok(count)
+        Ok(counts)
     }
 
     /// Stores `signed` checkpoints (each with its witness message, at most one per
@@ -180,12 +186,12 @@ impl EventStore {
         let signatures = column(&|(c, _)| c.signature.clone());
 
         let mut tx = self.pool.begin().await?;
-        // The index rows locked first, explicitly in id order (ORDER BY under FOR UPDATE
-        // locks as it returns): an UPDATE ... FROM locks in its join's order, whatever
+        // The index rows locked first, explicitly in id order, bytewise as sorted above
+        // (ORDER BY under FOR ... UPDATE locks as it returns): an UPDATE ... FROM locks in its join's order, whatever
         // the arrays' (seen: "deadlock detected" against the events marks at 256 in flight).
         sqlx::query(
             "SELECT 1 FROM workflows WHERE workflow_id = ANY($1)
-              ORDER BY workflow_id FOR UPDATE",
+              ORDER BY workflow_id COLLATE \"C\" FOR NO KEY UPDATE",
         )
         .bind(&ids)
         .execute(&mut *tx)

@@ -226,13 +226,7 @@ impl EventStore {
     /// How many workflows whose id starts with `prefix` have not ended (a benchmark's
     /// run, by its ids).
     pub async fn count_unfinished_with_prefix(&self, prefix: &str) -> Result<i64> {
-        let pattern = format!(
-            "{}%",
-            prefix
-                .replace('\\', "\\\\")
-                .replace('%', "\\%")
-                .replace('_', "\\_")
-        );
+        let pattern = like_prefix(prefix);
         let unfinished: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM workflows WHERE workflow_id LIKE $1 \
              AND status IN ('pending', 'running', 'compensating')",
@@ -344,4 +338,15 @@ pub(crate) fn to_summary(row: IndexRow) -> Result<WorkflowSummary> {
 /// A workflow id read from a table: one that does not parse is refused, not trusted.
 pub(crate) fn stored_workflow_id(id: String) -> Result<WorkflowId> {
     WorkflowId::new(id).map_err(|e| Error::InvalidInput(format!("stored workflow id: {e}")))
+}
+
+/// A LIKE pattern for the values that start with `prefix` (its wildcards escaped).
+pub(crate) fn like_prefix(prefix: &str) -> String {
+    format!(
+        "{}%",
+        prefix
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_")
+    )
 }

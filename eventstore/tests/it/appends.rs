@@ -522,6 +522,16 @@ async fn a_batch_of_checkpoints_is_stored_in_one_go_and_once() {
     assert!(positions.contains(&0) && positions.contains(&1));
     assert_ne!(rows[0].1, rows[1].1);
     assert_eq!(unsigned().await, vec![heads[1].0.clone()]);
+    // Each id is a prefix of its own: one waits for its checkpoint, the other has one.
+    let waiting = store
+        .count_signing_backlog(heads[1].0.as_str())
+        .await
+        .unwrap();
+    let signed_one = store
+        .count_signing_backlog(heads[0].0.as_str())
+        .await
+        .unwrap();
+    assert_eq!((waiting, signed_one), ((1, 0), (0, 1)));
     for (checkpoint, _) in &first {
         let stored = store
             .latest_checkpoint(&checkpoint.workflow_id)
