@@ -166,29 +166,31 @@ impl EventStore {
         if signed.is_empty() {
             return Ok(Vec::new());
         }
-        // In workflow id order, as the group append locks its members' index rows: two
-        // statements that lock rows of the same workflows in other orders deadlock.
+        // In workflow id order (bytewise, as the lock below sorts them).
         let mut order: Vec<usize> = (0..signed.len()).collect();
         order.sort_by(|&a, &b| {
             let (a, b) = (&signed[a].0, &signed[b].0);
             (a.workflow_id.as_str(), a.seq).cmp(&(b.workflow_id.as_str(), b.seq))
         });
-        let column = |f: &dyn Fn(&(Checkpoint, OutboxMessage)) -> Vec<u8>| -> Vec<Vec<u8>> {
-            order.iter().map(|&i| f(&signed[i])).collect()
-        };
         let ids: Vec<&str> = order
             .iter()
             .map(|&i| signed[i].0.workflow_id.as_str())
             .collect();
         let seqs: Vec<i64> = order.iter().map(|&i| to_i64(signed[i].0.seq)).collect();
-        let hashes = column(&|(c, _)| c.head_hash.as_bytes().to_vec());
+        let hashes: Vec<&[u8]> = order
+            .iter()
+            .map(|&i| signed[i].0.head_hash.as_bytes().as_slice())
+            .collect();
         let key_ids: Vec<&str> = order.iter().map(|&i| signed[i].0.key_id.as_str()).collect();
-        let signatures = column(&|(c, _)| c.signature.clone());
+        let signatures: Vec<&[u8]> = order
+            .iter()
+            .map(|&i| signed[i].0.signature.as_slice())
+            .collect();
 
         let mut tx = self.pool.begin().await?;
-        // The index rows locked first, explicitly in id order, bytewise as sorted above
-        // (ORDER BY under FOR ... UPDATE locks as it returns): an UPDATE ... FROM locks in its join's order, whatever
-        // the arrays' (seen: "deadlock detected" against the events marks at 256 in flight).
+        // The index rows locked first, in id order (ORDER BY under FOR ... UPDATE locks
+        // as it returns): the UPDATE ... FROM below would lock in its join's order,
+        // whatever the arrays' (seen: "deadlock detected" against the events marks).
         sqlx::query(
             "SELECT 1 FROM workflows WHERE workflow_id = ANY($1)
               ORDER BY workflow_id COLLATE \"C\" FOR NO KEY UPDATE",

@@ -420,17 +420,8 @@ async fn an_ended_workflow_is_never_marked_blocked() {
     let Some((_, store)) = store("an_ended_workflow_is_never_marked_blocked").await else {
         return;
     };
-    let id = unique_id("ended");
-    let mut workflow = new_workflow("test");
-    workflow.status = WorkflowStatus::Completed;
-    store
-        .create_workflow(
-            &workflow,
-            AppendBatch::new(id.clone(), Seq::FIRST, vec![event(1)])
-                .with_status(WorkflowStatus::Completed),
-        )
-        .await
-        .unwrap();
+    let (_, ended) = ended_workflows(&store, "ended", 1).await;
+    let id = ended[0].0.clone();
     // A late task of an old process finds it cannot replay the history.
     store.set_blocked(&id, "nondeterminism").await.unwrap();
     let summary = store.get_workflow(&id).await.unwrap();
