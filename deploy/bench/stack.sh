@@ -7,7 +7,7 @@
 #   HCPFLOW_BENCH_METRICS_PORT=59464   the first server's --metrics-addr port (the next
 #                                      servers take the ports after it); the addresses
 #                                      are in $metrics_addrs (comma-separated)
-#   HCPFLOW_BENCH_PG_SETTINGS="shared_buffers=2GB max_wal_size=8GB checkpoint_timeout=15min"
+#   HCPFLOW_BENCH_PG_SETTINGS="shared_buffers=2GB max_wal_size=8GB checkpoint_timeout=15min autovacuum_naptime=10s"
 #                                      Postgres's settings beyond durability (empty:
 #                                      Postgres's defaults)
 export HCPFLOW_DEV_DIR=${HCPFLOW_BENCH_DIR:-$repo/.bench}
@@ -20,7 +20,7 @@ export HCPFLOW_DEV_PG_DURABLE=1
 # with 128 MB of shared buffers and a checkpoint every 1 GB of WAL, a long run's event
 # indexes outgrow the buffers and every checkpoint writes each page an append touches
 # whole to the WAL again (full-page writes), a cost that grows with the log.
-export HCPFLOW_DEV_PG_SETTINGS=${HCPFLOW_BENCH_PG_SETTINGS-shared_buffers=2GB max_wal_size=8GB checkpoint_timeout=15min}
+export HCPFLOW_DEV_PG_SETTINGS=${HCPFLOW_BENCH_PG_SETTINGS-shared_buffers=2GB max_wal_size=8GB checkpoint_timeout=15min autovacuum_naptime=10s}
 stack=$repo/deploy/dev/stack.sh
 
 log() { printf 'bench: %s\n' "$*" >&2; }

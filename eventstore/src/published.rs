@@ -98,23 +98,25 @@ impl EventStore {
         if ranges.is_empty() {
             return Ok(Vec::new());
         }
-        // In workflow id order, as the group append locks its members' rows: two
-        // statements that lock rows of the same workflows in other orders deadlock (seen
-        // as "deadlock detected" on grouped appends under load).
-        let mut sorted: Vec<&(WorkflowId, PublishedRange)> = ranges.iter().collect();
-        sorted.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
-        let ids: Vec<&str> = sorted.iter().map(|(id, _)| id.as_str()).collect();
-        let firsts: Vec<i64> = sorted.iter().map(|(_, r)| to_i64(r.first)).collect();
-        let lasts: Vec<i64> = sorted.iter().map(|(_, r)| to_i64(r.last)).collect();
+        let ids: Vec<&str> = ranges.iter().map(|(id, _)| id.as_str()).collect();
+        let firsts: Vec<i64> = ranges.iter().map(|(_, r)| to_i64(r.first)).collect();
+        let lasts: Vec<i64> = ranges.iter().map(|(_, r)| to_i64(r.last)).collect();
+        // The rows are locked first in workflow id order, as the group append locks its
+        // members' (an UPDATE ... FROM locks in its join's order, which follows the
+        // table's pages when the table is scanned whole: the two deadlocked in a soak).
         // The outer SELECT sees the rows as they were before the UPDATE.
         let pending: Vec<String> = sqlx::query_scalar(
             "WITH m AS (SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[])
                                  AS m(id, first, last)),
+                  lk AS MATERIALIZED (
+                      SELECT workflow_id FROM workflows WHERE workflow_id = ANY($1::text[])
+                       ORDER BY workflow_id COLLATE \"C\" FOR NO KEY UPDATE),
                   up AS (UPDATE workflows w SET events_published_seq = m.last
                            FROM m
                           WHERE w.workflow_id = m.id
                             AND w.events_published_seq >= m.first - 1
                             AND w.events_published_seq < m.last
+                            AND w.workflow_id IN (SELECT workflow_id FROM lk)
                          RETURNING w.workflow_id)
              SELECT m.id FROM m JOIN workflows w ON w.workflow_id = m.id
               WHERE w.events_published_seq < m.last

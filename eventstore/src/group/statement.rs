@@ -384,9 +384,15 @@ pub(crate) fn group_statement(shape: Shape) -> String {
                 WITH ORDINALITY AS b(id, expected, expected_status, next_seq, head_hash, status, output,
                                      error, published_first, published_last, claim_runner, claim_seq,
                                      claim_attempt, claimer, lease, n)),
+          -- The members' rows are locked first, in id order, as every statement that
+          -- locks several index rows does: the UPDATE below locks in its join's order,
+          -- which follows the table's pages when the planner scans it whole (a small
+          -- table), and two statements that lock in other orders can deadlock.
+          lk AS MATERIALIZED (
+              SELECT workflow_id FROM workflows WHERE workflow_id = ANY($1::text[])
+               ORDER BY workflow_id COLLATE \"C\" FOR NO KEY UPDATE),
           -- The index moves only where it stands as the batch expects (a row another
-          -- appender moved meanwhile is checked again in its newest version). The
-          -- members are in id order, so their rows are locked in id order.
+          -- appender moved meanwhile is checked again in its newest version).
           up AS (
               UPDATE workflows w
                  SET next_seq = b.next_seq, head_hash = b.head_hash, status = COALESCE(b.status, w.status),
@@ -400,6 +406,7 @@ pub(crate) fn group_statement(shape: Shape) -> String {
                 FROM b
                WHERE w.workflow_id = b.id AND w.next_seq = b.expected
                  AND (b.expected_status IS NULL OR w.status = b.expected_status)
+                 AND w.workflow_id IN (SELECT workflow_id FROM lk)
               RETURNING b.n, w.events_published_seq),
           ok AS (
               SELECT * FROM b WHERE b.n IN (SELECT n FROM up)){claim_end},

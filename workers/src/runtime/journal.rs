@@ -26,6 +26,7 @@ use crate::runtime::metrics::Metrics;
 use crate::runtime::outgoing::Outgoing;
 use crate::runtime::publish::Published;
 use crate::runtime::step::off_the_async_workers;
+use crate::runtime::step_gate::StepGate;
 
 /// How many bytes of decoded histories a process keeps between steps (an estimate of
 /// their memory; see `history_cache.rs`). A mid-flight `create_hosted_cluster` history
@@ -70,6 +71,9 @@ pub struct Journal {
     pub(super) published: Mutex<Published>,
     /// Histories of this process's last appends, for the next step (see `step.rs`).
     pub history_cache: HistoryCache,
+    /// One step of a workflow at a time here, each starting from its predecessor's
+    /// cached history (see `step_gate.rs`).
+    pub(crate) step_gate: StepGate,
     /// Where this process serves task queues: activities it schedules run here at once.
     pub(super) eager: std::sync::OnceLock<EagerDispatch>,
 }
@@ -91,6 +95,7 @@ impl Journal {
             blocks_divergent: true,
             published: Mutex::new(Published::default()),
             history_cache: HistoryCache::new(HISTORY_CACHE_BUDGET),
+            step_gate: StepGate::default(),
             eager: std::sync::OnceLock::new(),
         }
     }

@@ -26,5 +26,6 @@ pub mod outgoing;
 pub mod publish;
 pub mod seal_key_check;
 pub mod step;
+pub mod step_gate;
 pub mod task_error;
 pub mod tls;

@@ -61,24 +61,44 @@ impl Journal {
     /// The history comes from this process's cache when its last append was ours, and
     /// is read otherwise; `inputs` may be called more than once (a stale cache, a lost
     /// race), each time on a newer history.
+    ///
+    /// Steps of one workflow in this process take turns (see `step_gate.rs`), so that
+    /// each starts from the history the one before it cached.
     pub async fn step(
         &self,
         id: &WorkflowId,
         mut inputs: impl FnMut(&WorkflowSummary, &[HistoryEvent]) -> Option<Write> + Send,
     ) -> Result<StepOutcome, StoreError> {
+        let turn = self.step_gate.enter(id).await;
+        let (appended, mut decision) = self.decide_and_append(id, &mut inputs).await?;
+        // The next step of this workflow here starts from what this one appended.
+        if let (Some(appended), Some(seen)) = (&appended, decision.seen.take()) {
+            self.keep_history(seen, appended);
+        }
+        drop(turn);
+        self.finish_step(id, appended, decision).await
+    }
+
+    /// Decides the step on the cached history, or on a fresh read when there is none or
+    /// it proves stale, and appends what it decided.
+    async fn decide_and_append(
+        &self,
+        id: &WorkflowId,
+        inputs: &mut (impl FnMut(&WorkflowSummary, &[HistoryEvent]) -> Option<Write> + Send),
+    ) -> Result<(Option<Appended>, Decision), StoreError> {
         let now = Utc::now().trunc_subsecs(3);
         if let Some(cached) = self.history_cache.take(id) {
             let summary = cached.summary.clone();
             // Replaying a long history is milliseconds of CPU, and so is looking through
             // it for the inputs to record.
             let (batch, decision) = off_the_async_workers(cached.history.len(), || {
-                self.decide(id, &summary, cached.history, &mut inputs, now)
+                self.decide(id, &summary, cached.history, inputs, now)
             });
             // Only an append is checked against the database; a decision to do nothing
             // on a possibly stale copy is made again on a fresh read below.
             if let Some(batch) = batch {
                 match self.store.append_known(&summary, &batch).await {
-                    Ok(appended) => return self.finish_step(id, Some(appended), decision).await,
+                    Ok(appended) => return Ok((Some(appended), decision)),
                     Err(StoreError::Conflict { .. }) => {
                         self.metrics.conflicts.inc();
                         // What the batch was to mark published is marked by a later one.
@@ -98,14 +118,14 @@ impl Journal {
                 // Decoding a long history read from the store is CPU work too.
                 off_the_async_workers(stored.len(), || {
                     let history = decode(stored)?;
-                    Ok(self.decide(id, summary, history, &mut inputs, now))
+                    Ok(self.decide(id, summary, history, inputs, now))
                 })
             })
             .await?;
         if tries > 1 {
             self.metrics.conflicts.inc();
         }
-        self.finish_step(id, appended, decision).await
+        Ok((appended, decision))
     }
 
     /// Decides a step on `history` (see [`decide`]): the batch to append, if any, with
@@ -157,8 +177,8 @@ impl Journal {
         (Some(batch), Decision { eager, ..decision })
     }
 
-    /// After the append (or the decision to append nothing): publish, keep the history
-    /// for the next step, and record a blocked or unblocked workflow.
+    /// After the append (or the decision to append nothing), the workflow's turn given
+    /// up: publish, and record a blocked or unblocked workflow.
     async fn finish_step(
         &self,
         id: &WorkflowId,
@@ -168,11 +188,8 @@ impl Journal {
         match &appended {
             Some(appended) => {
                 tracing::debug!(workflow_id = %id, next_seq = %appended.next_seq, "step committed");
-                // Cached before publishing: the activity a publish starts may finish
-                // before the acknowledgements are in.
-                if let Some(seen) = decision.seen {
-                    self.keep_history(seen, appended);
-                }
+                // The history was cached before this (`step`): the activity a publish
+                // starts may finish before the acknowledgements are in.
                 self.after_commit(appended, std::mem::take(&mut decision.eager))
                     .await;
             }

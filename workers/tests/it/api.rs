@@ -108,7 +108,7 @@ async fn a_plain_client_starts_noop_chain_and_sees_it_complete() {
         .unwrap_or(0);
     assert!(activities >= 3, "{metrics}");
 
-    // A fan-out: fifty completions of one workflow race to record; all land.
+    // A fan-out: fifty completions of one workflow arrive at once; all land.
     let fan = format!("{prefix}-fan");
     server
         .start_workflow("noop_fanout", &fan, json!({"width": 50}))
@@ -122,6 +122,14 @@ async fn a_plain_client_starts_noop_chain_and_sees_it_complete() {
         server.store.verify_history(&fan_id).await.unwrap().events,
         1 + 50 + 50 + 1
     );
+    // They took turns in this process, each step on the history the one before cached:
+    // none lost a race to append (the only appender of these workflows is this server).
+    let metrics = crate::support::http_get(&metrics_addr, "/metrics").await;
+    let conflicts = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("hcpflow_append_conflicts_total "))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    assert_eq!(conflicts, Some(0), "{metrics}");
 
     // List by type finds it.
     let listed = server
