@@ -90,7 +90,8 @@ impl EventStore {
     /// append of the same workflow). A range that does not start at or before the mark
     /// plus one changes nothing; the workflows of such ranges that still lie ahead of
     /// their mark are returned, for the caller to try again once the run before them is
-    /// published (ranges the mark already covers are done).
+    /// published (ranges the mark already covers are done). So are those of workflows
+    /// whose row another transaction holds locked at that moment: this never waits.
     pub async fn mark_events_published(
         &self,
         ranges: &[(WorkflowId, PublishedRange)],
@@ -101,16 +102,19 @@ impl EventStore {
         let ids: Vec<&str> = ranges.iter().map(|(id, _)| id.as_str()).collect();
         let firsts: Vec<i64> = ranges.iter().map(|(_, r)| to_i64(r.first)).collect();
         let lasts: Vec<i64> = ranges.iter().map(|(_, r)| to_i64(r.last)).collect();
-        // The rows are locked first in workflow id order, as the group append locks its
-        // members' (an UPDATE ... FROM locks in its join's order, which follows the
-        // table's pages when the table is scanned whole: the two deadlocked in a soak).
+        // Only rows nobody holds are marked: a row an append holds locked is skipped
+        // and its range handed back as pending (its next append, or the next flush,
+        // marks it). Waiting would hold the rows already locked against their own
+        // appends meanwhile, and an UPDATE ... FROM that waits can deadlock with a group
+        // append that locks in another order (an UPDATE locks in its join's order: the
+        // table's pages when the planner scans a small table whole; seen in a soak).
         // The outer SELECT sees the rows as they were before the UPDATE.
         let pending: Vec<String> = sqlx::query_scalar(
             "WITH m AS (SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[])
                                  AS m(id, first, last)),
                   lk AS MATERIALIZED (
                       SELECT workflow_id FROM workflows WHERE workflow_id = ANY($1::text[])
-                       ORDER BY workflow_id COLLATE \"C\" FOR NO KEY UPDATE),
+                         FOR NO KEY UPDATE SKIP LOCKED),
                   up AS (UPDATE workflows w SET events_published_seq = m.last
                            FROM m
                           WHERE w.workflow_id = m.id

@@ -112,6 +112,30 @@ async fn the_watermark_moves_only_over_gap_free_runs() {
     let appended = store.append_known(&summary, &batch).await.unwrap();
     assert_eq!(appended.events_range_refused, None);
     assert_eq!(mark(&store, &id).await, 7);
+
+    // A row another transaction holds is skipped, not waited for: its range comes back
+    // pending, and moves the mark once the row is free.
+    let mut holder = store.pool().begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE")
+        .bind(id.as_str())
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let held = tokio::time::timeout(
+        Duration::from_secs(5),
+        store.mark_events_published(&[(id.clone(), range(8, 8))]),
+    )
+    .await
+    .expect("the marks waited for a locked row");
+    assert_eq!(held.unwrap(), vec![id.clone()]);
+    holder.rollback().await.unwrap();
+    assert_eq!(mark(&store, &id).await, 7);
+    let pending = store
+        .mark_events_published(&[(id.clone(), range(8, 8))])
+        .await
+        .unwrap();
+    assert!(pending.is_empty());
+    assert_eq!(mark(&store, &id).await, 8);
 }
 
 #[tokio::test]

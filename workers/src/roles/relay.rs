@@ -203,6 +203,8 @@ impl Relay {
             .into_iter()
             .filter_map(|(id, mut runs)| runs.take_first().map(|range| (id, range)))
             .collect();
+        // What is not marked now (a row an append held at that moment) is found and
+        // published again on a later pass; JetStream drops the copy by its message id.
         self.journal.store.mark_events_published(&ranges).await?;
         self.journal.metrics.relayed.add(events.len() as u64);
         tracing::info!(
