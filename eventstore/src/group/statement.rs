@@ -2,9 +2,9 @@
 //! statement, so that they share one commit (group commit), yet each succeeds or fails
 //! on its own check.
 //!
-//! A batch whose index moved since it was decided fails alone: the statement moves the
-//! index rows that stand where their batches expect (in id order, as every group does,
-//! so that groups lock alike) and writes only those batches — their events, outbox
+//! A batch whose index moved since it was decided fails alone: the statement locks its
+//! members' index rows in id order (as the checkpoints do, so that they lock alike),
+//! moves those that stand where their batches expect, and writes only those batches — their events, outbox
 //! rows, published marks, attempt claims and timers. It answers what became of each.
 //! An outcome whose runner lost its attempt's claim (rare: its lease ran out) fails the
 //! whole statement, and the group is written again one batch at a time.
@@ -186,7 +186,8 @@ impl<'a> Columns<'a> {
 
 /// Writes every member whose index and claim still hold, in one statement.
 ///
-/// The members must be of different workflows, sorted by workflow id. Ledger rows and
+/// The members must be of different workflows (the statement locks their rows in id
+/// order itself, whatever their order here). Ledger rows and
 /// the promotion of a waiting workflow are the caller's (in the same transaction).
 pub(crate) async fn write_group(
     conn: &mut PgConnection,
@@ -384,8 +385,8 @@ pub(crate) fn group_statement(shape: Shape) -> String {
                 WITH ORDINALITY AS b(id, expected, expected_status, next_seq, head_hash, status, output,
                                      error, published_first, published_last, claim_runner, claim_seq,
                                      claim_attempt, claimer, lease, n)),
-          -- The members' rows are locked first, in id order, as every statement that
-          -- locks several index rows does: the UPDATE below locks in its join's order,
+          -- The members' rows are locked first, in id order, as the checkpoints lock
+          -- theirs: the UPDATE below locks in its join's order,
           -- which follows the table's pages when the planner scans it whole (a small
           -- table), and two statements that lock in other orders can deadlock.
           lk AS MATERIALIZED (
