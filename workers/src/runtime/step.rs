@@ -1,7 +1,8 @@
 //! One step of a workflow in one transaction: record the inputs that arrived (an
 //! activity outcome, a fired timer, a child's end), run the workflow code over the
-//! history they complete, and append its commands — all under the workflow's row lock,
-//! with one commit.
+//! history they complete, and append its commands — all in one commit, which writes
+//! only if the workflow's index row still stands where the decision found it. Steps of
+//! one workflow in one process take turns (`step_gate.rs`).
 //!
 //! A process without the workflow code records the inputs and wakes the workflow
 //! through NATS instead. An activity-only process runs the code too, but hands a

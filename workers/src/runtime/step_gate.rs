@@ -55,11 +55,13 @@ impl StepGate {
     }
 
     /// Workflows with a step running or waiting here.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.turns.lock().map_or(0, |turns| turns.len())
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }
