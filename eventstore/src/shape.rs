@@ -26,10 +26,12 @@ pub(crate) struct Shape {
     pub timers: bool,
     /// The index row to move (otherwise the caller moved it already).
     pub index: bool,
+    /// The index row to insert: a start written in one statement (single statement only).
+    pub create: bool,
 }
 
 /// How many shapes there are: one per combination of the parts.
-pub(crate) const SHAPES: usize = 1 << 6;
+pub(crate) const SHAPES: usize = 1 << 7;
 
 impl Shape {
     fn number(self) -> usize {
@@ -40,6 +42,7 @@ impl Shape {
             self.claim_end,
             self.timers,
             self.index,
+            self.create,
         ]
         .iter()
         .enumerate()
@@ -69,23 +72,24 @@ impl Shape {
             claim_end: bit(3),
             timers: bit(4),
             index: bit(5),
+            create: bit(6),
         }
     }
 }
 
 /// Every text an append statement can take: each shape of the single statement, and of
-/// the group statement (which always moves the index).
+/// the group statement (which always moves the index, and never creates one).
 #[cfg(test)]
 fn append_statement_texts() -> Vec<&'static str> {
     let single = (0..SHAPES).map(|n| {
         Shape::numbered(n).text(
-            &crate::append::SINGLE_STATEMENTS,
-            crate::append::single_statement,
+            &crate::append::statement::SINGLE_STATEMENTS,
+            crate::append::statement::single_statement,
         )
     });
     let group = (0..SHAPES)
         .map(Shape::numbered)
-        .filter(|shape| shape.index)
+        .filter(|shape| shape.index && !shape.create)
         .map(|shape| {
             shape.text(
                 &crate::group::statement::GROUP_STATEMENTS,
@@ -120,7 +124,7 @@ mod tests {
     #[test]
     fn there_is_a_text_for_every_shape_and_each_differs() {
         let texts = append_statement_texts();
-        assert_eq!(texts.len(), SHAPES + SHAPES / 2);
+        assert_eq!(texts.len(), SHAPES + SHAPES / 4);
         let distinct: std::collections::BTreeSet<_> = texts.iter().collect();
         assert_eq!(distinct.len(), texts.len());
     }

@@ -203,6 +203,7 @@ pub(crate) async fn write_group(
         claim_end: c.claim_runner.iter().any(Option::is_some),
         timers: !c.timers.member.is_empty(),
         index: true,
+        create: false,
     };
     let (outbox_ids, written, marks, _, _, _): GroupRow =
         sqlx::query_as(shape.text(&GROUP_STATEMENTS, group_statement))

@@ -105,6 +105,43 @@ async fn stale_duplicate_and_unknown_appends_are_typed_errors() {
     assert_eq!(store.verify_history(&id).await.unwrap().events, 3);
 }
 
+/// A start without a concurrency key is one statement (the index row and the first
+/// events together): of two racing starts of one id exactly one writes, and the other is
+/// told who was there first, with nothing of its own written.
+#[tokio::test]
+async fn racing_starts_of_one_id_write_one_history() {
+    let Some((_, store)) = store("racing_starts_of_one_id_write_one_history").await else {
+        return;
+    };
+    for round in 0..20 {
+        let id = unique_id(&format!("race-{round}"));
+        let start = |digest: &str, events: Vec<_>| {
+            let workflow = NewWorkflow {
+                input_digest: Some(digest.to_owned()),
+                ..new_workflow("test")
+            };
+            let batch = AppendBatch::new(id.clone(), Seq::FIRST, events);
+            let store = store.clone();
+            async move { store.create_workflow(&workflow, batch).await }
+        };
+        let (a, b) = tokio::join!(
+            start("digest-a", vec![event(1)]),
+            start("digest-b", vec![event(1), event(2)])
+        );
+        let (winner, loser_seen) = match (&a, &b) {
+            (Ok(_), Err(Error::AlreadyExists { input_digest, .. })) => ("digest-a", input_digest),
+            (Err(Error::AlreadyExists { input_digest, .. }), Ok(_)) => ("digest-b", input_digest),
+            other => panic!("round {round}: not one start and one refusal: {other:?}"),
+        };
+        assert_eq!(loser_seen.as_deref(), Some(winner), "round {round}");
+        let history = store.read_full_history(&id).await.unwrap();
+        let expected = if winner == "digest-a" { 1 } else { 2 };
+        assert_eq!(history.len(), expected, "round {round}: {history:?}");
+        let index = store.get_workflow(&id).await.unwrap();
+        assert_eq!(index.next_seq.get(), expected as u64 + 1, "round {round}");
+    }
+}
+
 #[tokio::test]
 async fn history_pages_end_with_no_next() {
     let Some((_, store)) = store("history_pages_end_with_no_next").await else {
