@@ -15,6 +15,7 @@ use sqlx::PgConnection;
 use crate::attempt_claims::AttemptClaim;
 use crate::error::{Error, Result};
 use crate::group::statement::Verdict;
+use crate::group::GroupIndex;
 use crate::index::stored_workflow_id;
 use crate::ledger::{self, LedgerEntry};
 use crate::outbox::{OutboxMessage, OutboxRow};
@@ -176,20 +177,32 @@ impl EventStore {
         let mut chained = chain_events(&batch, ChainHash::GENESIS, &workflow.tenant)?;
         let mut status = batch.status.unwrap_or(workflow.status);
         if workflow.concurrency_key.is_none() && batch.ledger.is_empty() {
-            // Nothing to check or write beside the append itself: one statement.
-            let mut conn = self.pool.acquire().await?;
-            let create = IndexWrite::Create(workflow, status);
-            return match write_batch(&mut conn, &batch, &chained, create).await {
-                Ok(written) => {
-                    chained.outbox = written.rows;
-                    chained.status = Some(status);
-                    Ok(chained)
+            // Nothing to check or write beside the append itself: one statement, with
+            // the next group when group commit is on.
+            let id = batch.workflow_id.clone();
+            let created = match &self.group {
+                Some(group) => {
+                    let create = GroupIndex::Create(workflow.clone(), status);
+                    group.append(batch, create, chained).await
                 }
+                None => {
+                    let mut conn = self.pool.acquire().await?;
+                    let create = IndexWrite::Create(workflow, status);
+                    match write_batch(&mut conn, &batch, &chained, create).await {
+                        Ok(written) => {
+                            chained.outbox = written.rows;
+                            chained.status = Some(status);
+                            Ok(chained)
+                        }
+                        Err(error) => Err(error),
+                    }
+                }
+            };
+            return match created {
                 Err(conflict @ Error::Conflict { .. }) => {
-                    drop(conn);
-                    Err(self.existing(&batch.workflow_id).await?.unwrap_or(conflict))
+                    Err(self.existing(&id).await?.unwrap_or(conflict))
                 }
-                Err(other) => Err(other),
+                other => other,
             };
         }
         let mut tx = self.pool.begin().await?;

@@ -21,8 +21,10 @@ use std::sync::Arc;
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
-use crate::append::{verdict_result, write_one, AppendBatch, Appended, IndexAt};
+use crate::append::statement::{write_batch, IndexWrite};
+use crate::append::{verdict_result, write_one, AppendBatch, Appended, IndexAt, NewWorkflow};
 use crate::error::{is_claim_lost, Error, Result};
+use hcpflow_engine::WorkflowStatus;
 use statement::{write_group, Member};
 
 /// Appends of one group at most: the statement's arrays grow with it, and a group
@@ -36,9 +38,29 @@ pub const DEFAULT_WRITERS: usize = 2;
 /// One append waiting for its group.
 struct Request {
     batch: AppendBatch,
-    index: IndexAt,
+    index: GroupIndex,
     chained: Appended,
     reply: oneshot::Sender<Result<Appended>>,
+}
+
+/// What a member does with its workflow's index row.
+#[derive(Debug, Clone)]
+pub(crate) enum GroupIndex {
+    /// Moves it from where the batch was decided.
+    Move(IndexAt),
+    /// Inserts it with this status (a start with neither a concurrency key nor ledger
+    /// rows); a workflow with this id already there fails the member alone, as a
+    /// conflict.
+    Create(NewWorkflow, WorkflowStatus),
+}
+
+impl GroupIndex {
+    fn write(&self) -> IndexWrite<'_> {
+        match self {
+            Self::Move(at) => IndexWrite::Move(at.clone()),
+            Self::Create(workflow, status) => IndexWrite::Create(workflow, *status),
+        }
+    }
 }
 
 /// Counts of what the group writer did, for metrics.
@@ -99,15 +121,14 @@ impl GroupCommit {
     pub(crate) async fn append(
         &self,
         batch: AppendBatch,
-        index: IndexAt,
+        index: GroupIndex,
         chained: Appended,
     ) -> Result<Appended> {
         if self.queued.load(Ordering::Acquire) == 0 {
             if let Ok(_writer) = self.writers.try_acquire() {
                 self.stats.count(1);
                 let mut conn = self.pool.acquire().await?;
-                let written = write_one(&mut conn, &batch, Some(&index), &chained).await;
-                return written.map(|(appended, _)| appended);
+                return write_alone(&mut conn, &batch, &index, chained).await;
             }
         }
         let (reply, answer) = oneshot::channel();
@@ -234,13 +255,33 @@ async fn write(pool: &PgPool, stats: &GroupStats, mut group: Vec<Request>) {
     for request in group {
         let result = match pool.acquire().await {
             Ok(mut conn) => {
-                let (batch, index) = (&request.batch, Some(&request.index));
-                let written = write_one(&mut conn, batch, index, &request.chained).await;
-                written.map(|(appended, _)| appended)
+                let chained = request.chained.clone();
+                write_alone(&mut conn, &request.batch, &request.index, chained).await
             }
             Err(error) => Err(error.into()),
         };
         let _ = request.reply.send(result);
+    }
+}
+
+/// Writes one member with the single statement: an append moves its index row, a start
+/// inserts it.
+async fn write_alone(
+    conn: &mut sqlx::PgConnection,
+    batch: &AppendBatch,
+    index: &GroupIndex,
+    mut chained: Appended,
+) -> Result<Appended> {
+    match index {
+        GroupIndex::Move(at) => write_one(conn, batch, Some(at), &chained)
+            .await
+            .map(|(appended, _)| appended),
+        GroupIndex::Create(_, status) => {
+            let written = write_batch(conn, batch, &chained, index.write()).await?;
+            chained.outbox = written.rows;
+            chained.status = Some(*status);
+            Ok(chained)
+        }
     }
 }
 

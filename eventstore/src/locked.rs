@@ -11,6 +11,7 @@ use crate::append::{
     chain_events, finish_append, needs_transaction, AppendBatch, Appended, IndexAt,
 };
 use crate::error::{Error, Result};
+use crate::group::GroupIndex;
 use crate::history::{to_event, EventRow};
 use crate::index::{to_summary, IndexRow, SELECT_INDEX};
 use crate::record::StoredEvent;
@@ -77,6 +78,7 @@ impl EventStore {
         let transaction = needs_transaction(batch, summary.concurrency_key.as_deref());
         if let (Some(group), false) = (&self.group, transaction) {
             let chained = chain_events(batch, prev, &index.tenant)?;
+            let index = GroupIndex::Move(index);
             let appended = group.append(batch.clone(), index, chained).await?;
             return Ok(appended);
         }

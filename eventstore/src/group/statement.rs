@@ -14,17 +14,19 @@ use std::sync::OnceLock;
 use hcpflow_engine::WorkflowStatus;
 use sqlx::PgConnection;
 
-use crate::append::{AppendBatch, Appended, IndexAt};
+use crate::append::{AppendBatch, Appended};
 use crate::error::{Error, Result};
+use crate::group::GroupIndex;
 use crate::outbox::OutboxRow;
 use crate::shape::{column, part, Shape, SHAPES};
 use crate::timers::to_i64;
 
-/// One batch of a group, already chained (`chained`), decided on `index`.
+/// One batch of a group, already chained (`chained`): an append decided on an index it
+/// moves, or a start that inserts its index row.
 #[derive(Debug)]
 pub(crate) struct Member<'a> {
     pub batch: &'a AppendBatch,
-    pub index: &'a IndexAt,
+    pub index: &'a GroupIndex,
     pub chained: &'a Appended,
 }
 
@@ -33,7 +35,8 @@ pub(crate) struct Member<'a> {
 #[derive(Debug)]
 pub(crate) enum Verdict {
     Written(Appended),
-    /// The index moved since the batch was decided: nothing of it was written.
+    /// The index moved since the batch was decided (or, for a start, a workflow with
+    /// its id exists): nothing of it was written.
     Conflict,
 }
 
@@ -54,7 +57,7 @@ type GroupRow = (
 #[derive(Default)]
 struct Columns<'a> {
     ids: Vec<&'a str>,
-    expected: Vec<i64>,
+    expected: Vec<Option<i64>>,
     expected_status: Vec<Option<&'a str>>,
     next_seq: Vec<i64>,
     head_hash: Vec<&'a [u8]>,
@@ -68,6 +71,7 @@ struct Columns<'a> {
     claim_attempt: Vec<Option<i32>>,
     claimer: Vec<Option<&'a str>>,
     lease: Vec<Option<f64>>,
+    created: CreatedColumns<'a>,
     events: Rows<EventColumns<'a>>,
     outbox: Rows<OutboxColumns<'a>>,
     marks: Rows<Vec<i64>>,
@@ -80,6 +84,36 @@ struct Columns<'a> {
 struct Rows<T> {
     member: Vec<i32>,
     columns: T,
+}
+
+/// The index rows that starts insert: `None` for a member that moves its row.
+#[derive(Default)]
+struct CreatedColumns<'a> {
+    workflow_type: Vec<Option<&'a str>>,
+    status: Vec<Option<&'a str>>,
+    parent_id: Vec<Option<&'a str>>,
+    input_digest: Vec<Option<&'a str>>,
+    events_subject: Vec<Option<&'a str>>,
+    tenant: Vec<Option<&'a str>>,
+}
+
+impl<'a> CreatedColumns<'a> {
+    fn push(&mut self, index: &'a GroupIndex) {
+        let created = match index {
+            GroupIndex::Create(workflow, status) => Some((workflow, *status)),
+            GroupIndex::Move(_) => None,
+        };
+        self.workflow_type
+            .push(created.map(|(w, _)| w.workflow_type.as_str()));
+        self.status.push(created.map(|(_, status)| status.as_str()));
+        self.parent_id
+            .push(created.and_then(|(w, _)| w.parent_id.as_ref().map(|id| id.as_str())));
+        self.input_digest
+            .push(created.and_then(|(w, _)| w.input_digest.as_deref()));
+        self.events_subject
+            .push(created.and_then(|(w, _)| w.events_subject.as_deref()));
+        self.tenant.push(created.map(|(w, _)| w.tenant.as_str()));
+    }
 }
 
 #[derive(Default)]
@@ -123,9 +157,17 @@ impl<'a> Columns<'a> {
         let batch = member.batch;
         let chained = member.chained;
         self.ids.push(batch.workflow_id.as_str());
-        self.expected.push(member.index.next_seq);
-        self.expected_status
-            .push(member.index.status.map(WorkflowStatus::as_str));
+        let moved_from = match member.index {
+            GroupIndex::Move(at) => Some(at),
+            GroupIndex::Create(..) => None,
+        };
+        self.expected.push(moved_from.map(|at| at.next_seq));
+        self.expected_status.push(
+            moved_from
+                .and_then(|at| at.status)
+                .map(WorkflowStatus::as_str),
+        );
+        self.created.push(member.index);
         self.next_seq.push(to_i64(chained.next_seq));
         self.head_hash.push(chained.head_hash.as_bytes().as_slice());
         self.status.push(batch.status.map(WorkflowStatus::as_str));
@@ -203,7 +245,7 @@ pub(crate) async fn write_group(
         claim_end: c.claim_runner.iter().any(Option::is_some),
         timers: !c.timers.member.is_empty(),
         index: true,
-        create: false,
+        create: c.created.workflow_type.iter().any(Option::is_some),
     };
     let (outbox_ids, written, marks, _, _, _): GroupRow =
         sqlx::query_as(shape.text(&GROUP_STATEMENTS, group_statement))
@@ -242,6 +284,12 @@ pub(crate) async fn write_group(
             .bind(&timers.seq)
             .bind(&timers.kind)
             .bind(&timers.due_at)
+            .bind(&c.created.workflow_type)
+            .bind(&c.created.status)
+            .bind(&c.created.parent_id)
+            .bind(&c.created.input_digest)
+            .bind(&c.created.events_subject)
+            .bind(&c.created.tenant)
             .fetch_one(&mut *conn)
             .await?;
     verdicts(members, &outbox_ids, &written, marks)
@@ -282,9 +330,14 @@ fn verdicts(
         let events_range_refused = batch
             .events_published
             .filter(|range| mark.unwrap_or(0) < to_i64(range.last));
+        // A start answers the status its index row was inserted with.
+        let status = match member.index {
+            GroupIndex::Create(_, status) => Some(*status),
+            GroupIndex::Move(_) => batch.status,
+        };
         let appended = Appended {
             outbox: rows,
-            status: batch.status,
+            status,
             promoted: None,
             events_range_refused,
             ..member.chained.clone()
@@ -297,9 +350,9 @@ fn verdicts(
 pub(crate) static GROUP_STATEMENTS: [OnceLock<String>; SHAPES] =
     [const { OnceLock::new() }; SHAPES];
 
-/// The statement of [`write_group`] in `shape` (which always moves the index). Its
-/// parameters keep their numbers in every shape; those of an absent part are bound and
-/// unused.
+/// The statement of [`write_group`] in `shape` (which always moves index rows, and
+/// inserts those of starts when `shape.create`). Its parameters keep their numbers in
+/// every shape; those of an absent part are bound and unused.
 pub(crate) fn group_statement(shape: Shape) -> String {
     let claim_end = part(
         shape.claim_end,
@@ -378,6 +431,25 @@ pub(crate) fn group_statement(shape: Shape) -> String {
               THEN hcpflow_attempt_claim_lost() ELSE 1 END",
         "1",
     );
+    // Starts insert their index rows; one whose id exists already is not written (its
+    // caller is told a conflict), and neither are its events.
+    let create = part(
+        shape.create,
+        ",
+          cr AS (
+              INSERT INTO workflows (workflow_id, workflow_type, status, parent_id, next_seq,
+                                     head_hash, input_digest, output, error, events_subject, tenant)
+              SELECT b.id, c.workflow_type, c.status, c.parent_id, b.next_seq, b.head_hash,
+                     c.input_digest, b.output, b.error, c.events_subject, c.tenant
+                FROM b JOIN UNNEST($36::text[], $37::text[], $38::text[], $39::text[], $40::text[],
+                                   $41::text[])
+                     WITH ORDINALITY AS c(workflow_type, status, parent_id, input_digest,
+                                          events_subject, tenant, n) ON c.n = b.n
+               WHERE c.workflow_type IS NOT NULL
+              ON CONFLICT (workflow_id) DO NOTHING
+              RETURNING workflow_id)",
+    );
+    let created = column(shape.create, " OR b.id IN (SELECT workflow_id FROM cr)", "");
     format!(
         "WITH b AS (
               SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bytea[],
@@ -409,9 +481,9 @@ pub(crate) fn group_statement(shape: Shape) -> String {
                WHERE w.workflow_id = b.id AND w.next_seq = b.expected
                  AND (b.expected_status IS NULL OR w.status = b.expected_status)
                  AND w.workflow_id IN (SELECT workflow_id FROM lk)
-              RETURNING b.n, w.events_published_seq),
+              RETURNING b.n, w.events_published_seq){create},
           ok AS (
-              SELECT * FROM b WHERE b.n IN (SELECT n FROM up)){claim_end},
+              SELECT * FROM b WHERE b.n IN (SELECT n FROM up){created}){claim_end},
           ev AS (
               INSERT INTO events (workflow_id, seq, event_type, recorded_at, body, prev_hash, hash)
               SELECT ok.id, e.seq, e.event_type, e.recorded_at, e.body, e.prev_hash, e.hash

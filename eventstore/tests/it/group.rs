@@ -8,7 +8,8 @@ use std::time::Duration;
 use futures::future::join_all;
 use hcpflow_engine::{Seq, WorkflowId};
 use hcpflow_eventstore::{
-    AppendBatch, AttemptClaim, ClaimedAttempts, Error, EventStore, OutboxMessage, WorkflowSummary,
+    AppendBatch, AttemptClaim, ClaimedAttempts, Error, EventStore, NewWorkflow, OutboxMessage,
+    WorkflowSummary,
 };
 
 use crate::support::{event, store, workflow_with_events};
@@ -107,8 +108,8 @@ async fn appends_sent_together_share_one_statement_and_each_gets_its_own_answer(
             stats.groups.load(Ordering::Relaxed) - before.0,
             stats.appends.load(Ordering::Relaxed) - before.1
         ),
-        (2, 7),
-        "the append that held the writer, then one statement of the six"
+        (3, 8),
+        "the start of the workflow that held the writer (a group of its own), its append, then one statement of the six"
     );
     assert_eq!(
         stats.fallbacks.load(Ordering::Relaxed),
@@ -188,8 +189,8 @@ async fn a_lost_claim_fails_its_group_whose_batches_are_then_written_alone() {
     let (fine_result, stale_result, lost_result) = while_the_writer_is_busy(&store, appends).await;
     assert_eq!(
         stats.groups.load(Ordering::Relaxed) - groups,
-        2,
-        "the append that held the writer, then one group of the three"
+        3,
+        "the start of the workflow that held the writer (a group of its own), its append, then one group of the three"
     );
     assert_eq!(
         stats.fallbacks.load(Ordering::Relaxed) - fallbacks,
@@ -290,4 +291,66 @@ async fn a_stale_batch_conflicts_alone_in_a_group_that_is_written() {
     for id in [&fine, &stale] {
         store.verify_history(id).await.unwrap();
     }
+}
+
+/// Starts share a group with appends: each new workflow's index row and first events are
+/// written by the group statement, and a start of an id that exists is refused alone
+/// (told the first start's input digest), failing none of its neighbours.
+#[tokio::test]
+async fn starts_share_a_group_with_appends_and_a_duplicate_fails_alone() {
+    let Some(store) =
+        grouped("starts_share_a_group_with_appends_and_a_duplicate_fails_alone").await
+    else {
+        return;
+    };
+    let existing = workflow_with_events(&store, "group-start-existing", 1).await;
+    let moving = workflow_with_events(&store, "group-start-moving", 1).await;
+    let moving_summary = store.get_workflow(&moving).await.unwrap();
+    let new_ids: Vec<WorkflowId> = (0..3)
+        .map(|n| crate::support::unique_id(&format!("group-start-{n}")))
+        .collect();
+    let start = |id: &WorkflowId, digest: &str, events: u64| {
+        let workflow = NewWorkflow {
+            input_digest: Some(digest.to_owned()),
+            ..crate::support::new_workflow("group-start")
+        };
+        let batch = AppendBatch::new(id.clone(), Seq::FIRST, (1..=events).map(event).collect());
+        let store = store.clone();
+        async move { store.create_workflow(&workflow, batch).await }
+    };
+    let stats = store.group_stats().unwrap();
+    let fallbacks = stats.fallbacks.load(Ordering::Relaxed);
+    let moving_batch = batch_on(&moving_summary, 1);
+    let work = async {
+        tokio::join!(
+            join_all(new_ids.iter().map(|id| start(id, "fresh", 3))),
+            start(&existing, "again", 1),
+            store.append_known(&moving_summary, &moving_batch),
+        )
+    };
+    let (starts, duplicate, appended) = while_the_writer_is_busy(&store, work).await;
+    assert_eq!(
+        stats.fallbacks.load(Ordering::Relaxed),
+        fallbacks,
+        "the group statement wrote them, not the one-by-one fallback"
+    );
+    for (id, started) in new_ids.iter().zip(starts) {
+        let started = started.unwrap();
+        assert_eq!(started.next_seq, Seq::new(4).unwrap());
+        assert_eq!(
+            started.status,
+            Some(hcpflow_engine::WorkflowStatus::Running)
+        );
+        let index = store.get_workflow(id).await.unwrap();
+        assert_eq!(index.next_seq, started.next_seq);
+        assert_eq!(index.head_hash, started.head_hash);
+        assert_eq!(index.workflow_type, "group-start");
+        store.verify_history(id).await.unwrap();
+    }
+    assert!(
+        matches!(&duplicate, Err(Error::AlreadyExists { input_digest, .. }) if input_digest.is_none()),
+        "{duplicate:?}"
+    );
+    assert_eq!(store.read_full_history(&existing).await.unwrap().len(), 1);
+    assert_eq!(appended.unwrap().next_seq, Seq::new(4).unwrap());
 }
