@@ -68,6 +68,52 @@ impl EventStore {
     /// last event (events removed from, or added behind, the index's back).
     /// [`Error::NotFound`] when the workflow does not exist.
     pub async fn verify_history(&self, workflow_id: &WorkflowId) -> Result<VerifiedHistory> {
+        // Most histories fit one page: the index row and every event in one statement
+        // (one snapshot, one round trip; the checkpointer verifies each ended workflow).
+        let rows: Vec<IndexAndEventRow> = sqlx::query_as(
+            "SELECT w.next_seq, w.head_hash, e.seq, e.event_type, e.recorded_at, e.body,
+                    e.prev_hash, e.hash
+               FROM workflows w
+               LEFT JOIN LATERAL (
+                    SELECT seq, event_type, recorded_at, body, prev_hash, hash FROM events
+                     WHERE events.workflow_id = w.workflow_id
+                     ORDER BY seq LIMIT $2) e ON true
+              WHERE w.workflow_id = $1
+              ORDER BY e.seq",
+        )
+        .bind(workflow_id.as_str())
+        .bind(i64::from(VERIFY_PAGE) + 1)
+        .fetch_all(&self.pool)
+        .await?;
+        let Some((index_next, index_head)) = rows.first().map(|row| (row.0, row.1.clone())) else {
+            return Err(Error::NotFound(workflow_id.clone()));
+        };
+        if rows.len() > VERIFY_PAGE as usize {
+            return self.verify_long_history(workflow_id).await;
+        }
+        let mut chain = ChainCheck::new(workflow_id);
+        for row in rows {
+            let (_, _, seq, event_type, recorded_at, body, prev_hash, hash) = row;
+            // A history with no event yet reads as one row without an event.
+            if let (
+                Some(seq),
+                Some(event_type),
+                Some(recorded_at),
+                Some(body),
+                Some(prev),
+                Some(hash),
+            ) = (seq, event_type, recorded_at, body, prev_hash, hash)
+            {
+                let row = (seq, event_type, recorded_at, body, prev, hash);
+                chain.feed(&to_event(workflow_id, row)?)?;
+            }
+        }
+        chain.finish(index_next, &index_head)
+    }
+
+    /// [`EventStore::verify_history`] of a history longer than a page: page after page,
+    /// all in one snapshot.
+    async fn verify_long_history(&self, workflow_id: &WorkflowId) -> Result<VerifiedHistory> {
         // One snapshot for the index and every page: a running workflow appends between
         // reads, and the index read first would otherwise trail the log read after it.
         let mut snapshot = self.pool.begin().await?;
@@ -82,52 +128,88 @@ impl EventStore {
         let Some((index_next, index_head)) = index else {
             return Err(Error::NotFound(workflow_id.clone()));
         };
-        let corrupt = |seq: u64, reason: String| Error::Corrupt {
-            workflow_id: workflow_id.to_string(),
-            seq,
-            reason,
-        };
-
-        let mut prev = ChainHash::GENESIS;
-        let mut head_event_type = None;
-        let mut expected_seq = Seq::FIRST;
+        let mut chain = ChainCheck::new(workflow_id);
         let mut from = Some(Seq::FIRST);
         while let Some(start) = from {
             let page = read_page(&mut *snapshot, workflow_id, start, VERIFY_PAGE).await?;
             for event in &page.events {
-                let seq = event.seq.get();
-                if event.seq != expected_seq {
-                    return Err(corrupt(
-                        expected_seq.get(),
-                        format!("event missing (next stored seq is {seq})"),
-                    ));
-                }
-                if event.prev_hash != prev {
-                    return Err(corrupt(
-                        seq,
-                        "prev_hash does not link to the previous event".into(),
-                    ));
-                }
-                if prev.next(&event.body) != event.hash {
-                    return Err(corrupt(
-                        seq,
-                        "stored bytes do not hash to the stored hash".into(),
-                    ));
-                }
-                if let Some(reason) = envelope_mismatch(event) {
-                    return Err(corrupt(seq, reason));
-                }
-                prev = event.hash;
-                head_event_type = Some(event.event_type.clone());
-                expected_seq = expected_seq.next();
+                chain.feed(event)?;
             }
             from = page.next_from;
         }
+        chain.finish(index_next, &index_head)
+    }
+}
 
-        let stored_next = to_i64(expected_seq);
+/// The index row's next seq and head hash, and one event (none for an empty history).
+type IndexAndEventRow = (
+    i64,
+    Vec<u8>,
+    Option<i64>,
+    Option<String>,
+    Option<DateTime<Utc>>,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+);
+
+/// A hash chain checked event by event, from the first.
+struct ChainCheck<'a> {
+    workflow_id: &'a WorkflowId,
+    prev: ChainHash,
+    head_event_type: Option<String>,
+    expected_seq: Seq,
+}
+
+impl<'a> ChainCheck<'a> {
+    fn new(workflow_id: &'a WorkflowId) -> Self {
+        Self {
+            workflow_id,
+            prev: ChainHash::GENESIS,
+            head_event_type: None,
+            expected_seq: Seq::FIRST,
+        }
+    }
+
+    fn corrupt(&self, seq: u64, reason: String) -> Error {
+        Error::Corrupt {
+            workflow_id: self.workflow_id.to_string(),
+            seq,
+            reason,
+        }
+    }
+
+    /// The next event: it must be the next seq, link to the previous one, hash to its
+    /// stored hash and say in its bytes what its columns say.
+    fn feed(&mut self, event: &StoredEvent) -> Result<()> {
+        let seq = event.seq.get();
+        if event.seq != self.expected_seq {
+            return Err(self.corrupt(
+                self.expected_seq.get(),
+                format!("event missing (next stored seq is {seq})"),
+            ));
+        }
+        if event.prev_hash != self.prev {
+            return Err(self.corrupt(seq, "prev_hash does not link to the previous event".into()));
+        }
+        if self.prev.next(&event.body) != event.hash {
+            return Err(self.corrupt(seq, "stored bytes do not hash to the stored hash".into()));
+        }
+        if let Some(reason) = envelope_mismatch(event) {
+            return Err(self.corrupt(seq, reason));
+        }
+        self.prev = event.hash;
+        self.head_event_type = Some(event.event_type.clone());
+        self.expected_seq = self.expected_seq.next();
+        Ok(())
+    }
+
+    /// The chain as a whole against the index row: it must end where the index says.
+    fn finish(self, index_next: i64, index_head: &[u8]) -> Result<VerifiedHistory> {
+        let stored_next = to_i64(self.expected_seq);
         if index_next != stored_next {
             let first_bad = index_next.min(stored_next);
-            return Err(corrupt(
+            return Err(self.corrupt(
                 u64::try_from(first_bad).unwrap_or(0),
                 format!(
                     "the index says the next seq is {index_next}, the log holds events up to {}",
@@ -135,16 +217,16 @@ impl EventStore {
                 ),
             ));
         }
-        if index_head != prev.as_bytes() {
-            return Err(corrupt(
-                expected_seq.get().saturating_sub(1),
+        if index_head != self.prev.as_bytes() {
+            return Err(self.corrupt(
+                self.expected_seq.get().saturating_sub(1),
                 "the index head hash differs from the last event's hash".into(),
             ));
         }
         Ok(VerifiedHistory {
-            events: expected_seq.get() - 1,
-            head_hash: prev,
-            head_event_type,
+            events: self.expected_seq.get() - 1,
+            head_hash: self.prev,
+            head_event_type: self.head_event_type,
         })
     }
 }
