@@ -10,6 +10,8 @@
 //!
 //! Parsing canonical bytes and writing them again gives the same bytes.
 
+use std::io::Write as _;
+
 use serde::Serialize;
 use serde_json::{Number, Value};
 
@@ -66,9 +68,9 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
 
 fn write_number(out: &mut Vec<u8>, number: &Number) {
     if let Some(unsigned) = number.as_u64() {
-        out.extend_from_slice(unsigned.to_string().as_bytes());
+        let _ = write!(out, "{unsigned}");
     } else if let Some(signed) = number.as_i64() {
-        out.extend_from_slice(signed.to_string().as_bytes());
+        let _ = write!(out, "{signed}");
     } else if let Some(float) = number.as_f64() {
         // serde_json's Value cannot hold NaN or infinities, so ryu's output is valid JSON.
         let mut buffer = ryu::Buffer::new();
@@ -82,24 +84,31 @@ fn write_number(out: &mut Vec<u8>, number: &Number) {
 
 fn write_string(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
-    for ch in text.chars() {
-        match ch {
-            '"' => out.extend_from_slice(b"\\\""),
-            '\\' => out.extend_from_slice(b"\\\\"),
-            '\u{08}' => out.extend_from_slice(b"\\b"),
-            '\u{0c}' => out.extend_from_slice(b"\\f"),
-            '\n' => out.extend_from_slice(b"\\n"),
-            '\r' => out.extend_from_slice(b"\\r"),
-            '\t' => out.extend_from_slice(b"\\t"),
-            c if (c as u32) < 0x20 => {
-                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes());
-            }
-            c => {
-                let mut utf8 = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
-            }
+    // Every byte to escape is ASCII, and no byte of a multi-byte UTF-8 sequence is:
+    // the runs between them are copied whole.
+    let bytes = text.as_bytes();
+    let mut run = 0;
+    for (at, &byte) in bytes.iter().enumerate() {
+        let escaped: &[u8] = match byte {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x00..=0x1f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[run..at]);
+        if escaped.is_empty() {
+            out.extend_from_slice(format!("\\u{byte:04x}").as_bytes());
+        } else {
+            out.extend_from_slice(escaped);
         }
+        run = at + 1;
     }
+    out.extend_from_slice(&bytes[run..]);
     out.push(b'"');
 }
 
@@ -124,6 +133,26 @@ mod tests {
             String::from_utf8(to_vec(&value)).unwrap(),
             "\"quote\\\" back\\\\ nl\\n tab\\t bell\\u0007 é ☃ 🚀\""
         );
+    }
+
+    /// Every ASCII character alone and between multi-byte ones is written as the JSON
+    /// escape each needs (the same set and forms as serde_json's writer), and what is
+    /// written parses back to the same text.
+    #[test]
+    fn every_ascii_character_is_escaped_as_json_requires() {
+        for byte in 0u8..0x80 {
+            let ch = char::from(byte);
+            for text in [ch.to_string(), format!("é{ch}☃{ch}{ch}🚀")] {
+                let written = to_vec(&Value::String(text.clone()));
+                assert_eq!(
+                    written,
+                    serde_json::to_vec(&text).unwrap(),
+                    "byte {byte:#04x}"
+                );
+                let parsed: String = serde_json::from_slice(&written).unwrap();
+                assert_eq!(parsed, text, "byte {byte:#04x}");
+            }
+        }
     }
 
     #[test]
