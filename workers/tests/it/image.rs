@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::{free_port, http_get, stack, unique, Scratch, Server};
+use crate::support::{free_port, http_get, stack, unique, until_listening, Scratch, Server};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -79,6 +79,8 @@ async fn the_images_root_filesystem_runs_a_workflow_as_nonroot() {
             "hcpflow runs as {uids}"
         );
     }
+    // The endpoint opens just after the API answers (under load, after the workflow ran).
+    until_listening(&addr).await;
     let ready = http_get(&addr, "/readyz").await;
     assert!(ready.starts_with("HTTP/1.1 200 "), "{ready}");
     let status = server.stop().await;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::auth::PrivateNats;
-use crate::support::{free_port, http_get, stack, unique, Server};
+use crate::support::{free_port, http_get, stack, unique, until_listening, Server};
 
 /// The status code and JSON body of a probe's answer.
 async fn probe(addr: &str, path: &str) -> (u16, Value) {
@@ -36,13 +36,7 @@ async fn readiness_follows_nats_and_liveness_does_not() {
     let prefix = unique("probes");
     let mut server =
         Server::start_with_client(env, &prefix, &["--metrics-addr", &addr], client).await;
-    // The endpoint opens once the roles have started, just after the API answers.
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(&addr).await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_listening(&addr).await;
 
     let (status, health) = probe(&addr, "/healthz").await;
     assert_eq!((status, &health["status"]), (200, &Value::from("ok")));

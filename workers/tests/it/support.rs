@@ -403,6 +403,17 @@ pub(crate) fn free_port() -> u16 {
         .port()
 }
 
+/// Waits (up to 10 s) until something listens on `addr`: a server's operators' endpoint
+/// opens once its roles have started, just after its API answers.
+pub(crate) async fn until_listening(addr: &str) {
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// A minimal HTTP GET, returning status line, headers and body.
 pub(crate) async fn http_get(addr: &str, path: &str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
