@@ -23,7 +23,7 @@ use crate::published::PublishedRange;
 use crate::record::{envelope_bytes, store_precision, NewEvent, StoredEvent};
 use crate::store::EventStore;
 use crate::timers::{to_i64, NewTimer};
-use statement::{write_batch, IndexWrite};
+use statement::{write_batch, write_start, IndexWrite};
 
 /// The index row of a workflow that does not exist yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,15 +187,7 @@ impl EventStore {
                 }
                 None => {
                     let mut conn = self.pool.acquire().await?;
-                    let create = IndexWrite::Create(workflow, status);
-                    match write_batch(&mut conn, &batch, &chained, create).await {
-                        Ok(written) => {
-                            chained.outbox = written.rows;
-                            chained.status = Some(status);
-                            Ok(chained)
-                        }
-                        Err(error) => Err(error),
-                    }
+                    write_start(&mut conn, &batch, workflow, status, chained).await
                 }
             };
             return match created {

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
-use crate::append::statement::{write_batch, IndexWrite};
+use crate::append::statement::write_start;
 use crate::append::{verdict_result, write_one, AppendBatch, Appended, IndexAt, NewWorkflow};
 use crate::error::{is_claim_lost, Error, Result};
 use hcpflow_engine::WorkflowStatus;
@@ -52,15 +52,6 @@ pub(crate) enum GroupIndex {
     /// rows); a workflow with this id already there fails the member alone, as a
     /// conflict.
     Create(NewWorkflow, WorkflowStatus),
-}
-
-impl GroupIndex {
-    fn write(&self) -> IndexWrite<'_> {
-        match self {
-            Self::Move(at) => IndexWrite::Move(at.clone()),
-            Self::Create(workflow, status) => IndexWrite::Create(workflow, *status),
-        }
-    }
 }
 
 /// Counts of what the group writer did, for metrics.
@@ -270,17 +261,14 @@ async fn write_alone(
     conn: &mut sqlx::PgConnection,
     batch: &AppendBatch,
     index: &GroupIndex,
-    mut chained: Appended,
+    chained: Appended,
 ) -> Result<Appended> {
     match index {
         GroupIndex::Move(at) => write_one(conn, batch, Some(at), &chained)
             .await
             .map(|(appended, _)| appended),
-        GroupIndex::Create(_, status) => {
-            let written = write_batch(conn, batch, &chained, index.write()).await?;
-            chained.outbox = written.rows;
-            chained.status = Some(*status);
-            Ok(chained)
+        GroupIndex::Create(workflow, status) => {
+            write_start(conn, batch, workflow, *status, chained).await
         }
     }
 }

@@ -36,6 +36,21 @@ pub(crate) struct Written {
     pub events_mark: Option<i64>,
 }
 
+/// Writes a start (a workflow with neither a concurrency key nor ledger rows) alone: its
+/// index row inserted with `status` and its first batch, in one statement.
+pub(crate) async fn write_start(
+    conn: &mut PgConnection,
+    batch: &AppendBatch,
+    workflow: &NewWorkflow,
+    status: WorkflowStatus,
+    mut chained: Appended,
+) -> Result<Appended> {
+    let written = write_batch(conn, batch, &chained, IndexWrite::Create(workflow, status)).await?;
+    chained.outbox = written.rows;
+    chained.status = Some(status);
+    Ok(chained)
+}
+
 /// What the statement does with the workflow's index row.
 #[derive(Debug)]
 pub(crate) enum IndexWrite<'a> {
@@ -162,7 +177,6 @@ pub(crate) async fn write_batch(
             .bind(created.and_then(|(workflow, _)| workflow.input_digest.as_deref()))
             .bind(created.and_then(|(workflow, _)| workflow.events_subject.as_deref()))
             .bind(created.map(|(workflow, _)| workflow.tenant.as_str()))
-            .bind(created.and_then(|(workflow, _)| workflow.concurrency_key.as_deref()))
             .fetch_one(&mut *conn)
             .await;
     let (ids, moved, concurrency_key, events_mark, _, _, _, _) = match written {
@@ -260,10 +274,10 @@ pub(crate) fn single_statement(shape: Shape) -> String {
         shape.create,
         ",
           wf AS (
-              INSERT INTO workflows (workflow_id, workflow_type, status, concurrency_key, parent_id,
-                                     next_seq, head_hash, input_digest, output, error,
-                                     events_subject, tenant)
-              VALUES ($1, $31, $32, $37, $33, $16, $17, $34, $19, $20, $35, $36))",
+              INSERT INTO workflows (workflow_id, workflow_type, status, parent_id, next_seq,
+                                     head_hash, input_digest, output, error, events_subject,
+                                     tenant)
+              VALUES ($1, $31, $32, $33, $16, $17, $34, $19, $20, $35, $36))",
     );
     let outbox_ids = column(
         shape.outbox,
