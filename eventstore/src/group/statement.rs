@@ -450,6 +450,13 @@ pub(crate) fn group_statement(shape: Shape) -> String {
               RETURNING workflow_id)",
     );
     let created = column(shape.create, " OR b.id IN (SELECT workflow_id FROM cr)", "");
+    // Only the rows members move are locked: a duplicate start must not wait for (nor
+    // hold up) the workflow that has its id.
+    let moving = column(
+        shape.create,
+        "ARRAY(SELECT id FROM b WHERE expected IS NOT NULL)",
+        "$1::text[]",
+    );
     format!(
         "WITH b AS (
               SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bytea[],
@@ -463,7 +470,7 @@ pub(crate) fn group_statement(shape: Shape) -> String {
           -- which follows the table's pages when the planner scans it whole (a small
           -- table), and two statements that lock in other orders can deadlock.
           lk AS MATERIALIZED (
-              SELECT workflow_id FROM workflows WHERE workflow_id = ANY($1::text[])
+              SELECT workflow_id FROM workflows WHERE workflow_id = ANY({moving})
                ORDER BY workflow_id COLLATE \"C\" FOR NO KEY UPDATE),
           -- The index moves only where it stands as the batch expects (a row another
           -- appender moved meanwhile is checked again in its newest version).
