@@ -29,7 +29,9 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::catalog::activities::{ActivityInput, ActivityRegistry, Ledger};
 use crate::runtime::dead_letter::DeadLetters;
-use crate::runtime::eager::{claim_of, LocalTask, Place, BACKLOG_TICK, LOCAL_LEASE};
+use crate::runtime::eager::{
+    claim_of, LocalTask, Place, BACKLOG_EXTEND_BELOW, BACKLOG_TICK, LOCAL_LEASE,
+};
 use crate::runtime::journal::{to_datetime, Journal, Write};
 use crate::runtime::nats::ACK_WAIT;
 use crate::runtime::nats::{serve_tasks, Deliveries, SHUTDOWN_GRACE};
@@ -251,7 +253,7 @@ impl ActivityWorker {
 
     /// The backlog's turn of the clock: a task that waited `backlog_wait`, or whose claim
     /// has less than half a lease left, goes to NATS; the claims of those with less than
-    /// two thirds left are extended, all in one statement (a claim found taken over
+    /// three quarters left are extended, all in one statement (a claim found taken over
     /// drops its task: its new holder runs it).
     async fn keep_backlog_claimed(
         &self,
@@ -277,7 +279,7 @@ impl ActivityWorker {
         }
         let due: Vec<usize> = (0..backlog.len())
             .filter(|&i| {
-                backlog[i].leased_until.saturating_duration_since(now) < LOCAL_LEASE * 2 / 3
+                backlog[i].leased_until.saturating_duration_since(now) < BACKLOG_EXTEND_BELOW
             })
             .collect();
         if due.is_empty() {

@@ -29,11 +29,23 @@ use hcpflow_eventstore::{AttemptClaim, OutboxMessage};
 /// every third of this): how long a crashed process's eager task waits for the sweeper.
 pub const LOCAL_LEASE: Duration = Duration::from_secs(15);
 
-/// How often the backlog's claims are looked after: a sixth of a lease, so that a claim
-/// is extended (below two thirds of a lease left) well before its task would have to go
-/// to NATS (below half), and a task leaving the backlog for a slot has at least half a
-/// lease left — more than the run waits for its first extension (a third).
+/// How often the backlog's claims are looked after: a sixth of a lease. A claim is due
+/// for extension below [`BACKLOG_EXTEND_BELOW`] and its task must go to NATS below half a
+/// lease; the window between them is a tick and a half wide, so a tick that comes late
+/// (a busy process, a slow statement) still extends the claim before the task would have
+/// to leave. A task leaving the backlog for a slot has at least half a lease left — more
+/// than the run waits for its first extension (a third).
 pub const BACKLOG_TICK: Duration = Duration::from_millis(2500);
+
+/// A waiting task's claim with less than this left is extended on the backlog's next
+/// tick: three quarters of a lease.
+pub const BACKLOG_EXTEND_BELOW: Duration =
+    Duration::from_millis(LOCAL_LEASE.as_millis() as u64 * 3 / 4);
+
+// A late tick must still find the claim due before its task would have to leave.
+const _: () = assert!(
+    BACKLOG_EXTEND_BELOW.as_millis() > LOCAL_LEASE.as_millis() / 2 + BACKLOG_TICK.as_millis()
+);
 
 /// The longest a task waits in the backlog by default (`--activity-backlog-wait-secs`)
 /// before it goes to NATS, where a process with a free slot may take it.
