@@ -100,13 +100,16 @@ impl Journal {
             if let Some(batch) = batch {
                 match self.store.append_known(&summary, &batch).await {
                     Ok(appended) => return Ok((Some(appended), decision)),
-                    Err(StoreError::Conflict { .. }) => {
-                        self.metrics.conflicts.inc();
-                        // What the batch was to mark published is marked by a later one.
+                    Err(error) => {
+                        // The batch wrote nothing: what it was to mark published is
+                        // marked by a later one (or the periodic flush).
                         let events = batch.events_published.map(|range| (id.clone(), range));
                         self.return_published(batch.mark_published, events);
+                        if !matches!(error, StoreError::Conflict { .. }) {
+                            return Err(error);
+                        }
+                        self.metrics.conflicts.inc();
                     }
-                    Err(error) => return Err(error),
                 }
             }
         }
