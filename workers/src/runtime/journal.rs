@@ -146,9 +146,10 @@ impl Journal {
     ) -> Result<Appended, hcpflow_eventstore::Error> {
         let (mut batch, eager) = self.batch(id, Seq::FIRST, write);
         batch.recorded_at = Some(recorded_at);
-        // A start that writes nothing (a duplicate, an outage) gives back what its batch
-        // took to mark: outbox rows, and a run of this id's events published here (a
-        // duplicate start shares its id with a workflow this process may be running).
+        // A start that fails (a duplicate, an outage) gives back what its batch took to
+        // mark: outbox rows, and a run of this id's events published here (a duplicate
+        // start shares its id with a workflow this process may be running). Marking
+        // again what a hidden commit marked changes nothing.
         let marks = batch.mark_published.clone();
         let events = batch.events_published.map(|range| (id.clone(), range));
         let appended = match self.store.create_workflow(workflow, batch).await {

@@ -101,8 +101,9 @@ impl Journal {
                 match self.store.append_known(&summary, &batch).await {
                     Ok(appended) => return Ok((Some(appended), decision)),
                     Err(error) => {
-                        // The batch wrote nothing: what it was to mark published is
-                        // marked by a later one (or the periodic flush).
+                        // What the batch was to mark published is marked by a later
+                        // one or the periodic flush (should a lost connection hide a
+                        // commit, marking again changes nothing).
                         let events = batch.events_published.map(|range| (id.clone(), range));
                         self.return_published(batch.mark_published, events);
                         if !matches!(error, StoreError::Conflict { .. }) {
