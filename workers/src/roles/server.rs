@@ -151,6 +151,22 @@ const FINAL_FLUSH_WAIT: Duration = Duration::from_secs(5);
 /// `terminationGracePeriodSeconds` (30), with room for the final flushes.
 const STOP_GRACE: Duration = Duration::from_secs(20);
 
+/// The order the roles start in: those that take work last. The activity role first,
+/// as it lets steps run the activities they schedule here (eager dispatch): a step
+/// taken before that sends its activity through NATS. The API last, so that a start
+/// it accepts finds the rest of the process running.
+fn in_start_order(roles: &[Role]) -> Vec<Role> {
+    let rank = |role: &Role| match role {
+        Role::Activity => 0,
+        Role::Relay | Role::Timer => 1,
+        Role::Workflow => 2,
+        Role::Api => 3,
+    };
+    let mut ordered = roles.to_vec();
+    ordered.sort_by_key(rank);
+    ordered
+}
+
 /// Runs `roles` until `shutdown` turns true.
 pub async fn run(
     config: Config,
@@ -159,8 +175,8 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let process = Process::connect(config, roles, shutdown).await?;
     let mut running = Running::default();
-    for role in roles {
-        process.start(*role, &mut running).await?;
+    for role in in_start_order(roles) {
+        process.start(role, &mut running).await?;
     }
     running.spawn(
         "published-marks",
@@ -590,4 +606,28 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
         .unwrap_or_else(|_| "host".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{in_start_order, Role};
+
+    #[test]
+    fn roles_that_take_work_start_after_eager_dispatch() {
+        let all = [
+            Role::Api,
+            Role::Workflow,
+            Role::Activity,
+            Role::Relay,
+            Role::Timer,
+        ];
+        let ordered = in_start_order(&all);
+        assert_eq!(ordered.len(), all.len());
+        assert_eq!(ordered.first(), Some(&Role::Activity));
+        assert_eq!(ordered.last(), Some(&Role::Api));
+        assert_eq!(
+            in_start_order(&[Role::Api, Role::Workflow]),
+            [Role::Workflow, Role::Api]
+        );
+    }
 }

@@ -24,7 +24,7 @@ use crate::runtime::eager::{EagerDispatch, LocalTask, LOCAL_LEASE};
 use crate::runtime::history_cache::{CachedHistory, HistoryCache};
 use crate::runtime::metrics::Metrics;
 use crate::runtime::outgoing::Outgoing;
-use crate::runtime::publish::Published;
+use crate::runtime::publish::{Published, TakenMarks};
 use crate::runtime::step::off_the_async_workers;
 use crate::runtime::step_gate::StepGate;
 
@@ -68,7 +68,7 @@ pub struct Journal {
     /// Whether a history the code does not replay blocks its workflow here (true
     /// unless [`Journal::handing_divergence_over`]).
     pub blocks_divergent: bool,
-    pub(super) published: Mutex<Published>,
+    pub(super) published: Arc<Mutex<Published>>,
     /// Histories of this process's last appends, for the next step (see `step.rs`).
     pub history_cache: HistoryCache,
     /// One step of a workflow at a time here, each starting from its predecessor's
@@ -93,7 +93,7 @@ impl Journal {
             metrics,
             catalog,
             blocks_divergent: true,
-            published: Mutex::new(Published::default()),
+            published: Arc::default(),
             history_cache: HistoryCache::new(HISTORY_CACHE_BUDGET),
             step_gate: StepGate::default(),
             eager: std::sync::OnceLock::new(),
@@ -144,21 +144,11 @@ impl Journal {
         write: Write,
         recorded_at: chrono::DateTime<chrono::Utc>,
     ) -> Result<Appended, hcpflow_eventstore::Error> {
-        let (mut batch, eager) = self.batch(id, Seq::FIRST, write);
+        let (mut batch, eager, marks) = self.batch(id, Seq::FIRST, write);
         batch.recorded_at = Some(recorded_at);
-        // A start that fails (a duplicate, an outage) gives back what its batch took to
-        // mark: outbox rows, and a run of this id's events published here (a duplicate
-        // start shares its id with a workflow this process may be running). Marking
-        // again what a hidden commit marked changes nothing.
-        let marks = batch.mark_published.clone();
-        let events = batch.events_published.map(|range| (id.clone(), range));
-        let appended = match self.store.create_workflow(workflow, batch).await {
-            Ok(appended) => appended,
-            Err(error) => {
-                self.return_published(marks, events);
-                return Err(error);
-            }
-        };
+        // A start that fails (a duplicate, an outage) gives its marks back as it returns.
+        let appended = self.store.create_workflow(workflow, batch).await?;
+        marks.committed();
         self.keep_created(workflow, id, &appended, recorded_at);
         self.publish_appended(&appended, eager).await;
         Ok(appended)
@@ -200,15 +190,16 @@ impl Journal {
         self.keep_history(CachedHistory { summary, history }, appended);
     }
 
-    /// The batch that appends `write`, and the activity tasks this process runs itself
-    /// once it commits: those on a task queue it serves with a free slot or room in its
-    /// backlog. Their messages leave the outbox: the batch claims their attempts instead.
+    /// The batch that appends `write`; the activity tasks this process runs itself once
+    /// it commits: those on a task queue it serves with a free slot or room in its
+    /// backlog (their messages leave the outbox: the batch claims their attempts
+    /// instead); and what the batch marks published, to be given back unless it commits.
     pub(crate) fn batch(
         &self,
         id: &WorkflowId,
         expected: Seq,
         mut write: Write,
-    ) -> (AppendBatch, Vec<LocalTask>) {
+    ) -> (AppendBatch, Vec<LocalTask>, TakenMarks) {
         let mut eager = Vec::new();
         if let Some(dispatch) = self.eager.get() {
             let mut messages: Vec<Option<OutboxMessage>> = std::mem::take(&mut write.messages)
@@ -247,10 +238,9 @@ impl Journal {
         batch.output = write.output;
         batch.error = write.error;
         batch.attempt_claim = write.attempt_claim;
-        if let Ok(mut published) = self.published.lock() {
-            batch.mark_published = std::mem::take(&mut published.outbox_ids);
-            batch.events_published = published.take_first_run(id);
-        }
+        let (marks, outbox_ids, run) = TakenMarks::take(&self.published, id);
+        batch.mark_published = outbox_ids;
+        batch.events_published = run;
         if let (Some(dispatch), false) = (self.eager.get(), eager.is_empty()) {
             batch.claimed_attempts = Some(ClaimedAttempts {
                 runner: dispatch.claimer.clone(),
@@ -261,7 +251,7 @@ impl Journal {
                     .collect(),
             });
         }
-        (batch, eager)
+        (batch, eager, marks)
     }
 }
 

@@ -5,7 +5,7 @@
 //! whatever is left.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_nats::jetstream;
 use async_nats::jetstream::message::PublishMessage;
@@ -32,6 +32,67 @@ impl Published {
             self.events.remove(id);
         }
         first
+    }
+
+    fn give_back(&mut self, ids: Vec<i64>, events: Option<(WorkflowId, PublishedRange)>) {
+        self.outbox_ids.extend(ids);
+        if let Some((id, range)) = events {
+            self.events.entry(id).or_default().add(range);
+        }
+    }
+}
+
+/// What one append took from [`Published`] to mark in its own transaction. Dropped,
+/// it gives all of it back, to be marked by a later append or the periodic flush —
+/// unless the append committed ([`TakenMarks::committed`]). So whatever way an append
+/// fails (a conflict, a duplicate start, an outage, a decision made again), nothing it
+/// took is lost to the relay, which would publish it once more. Marking again what a
+/// commit hidden by a lost connection marked changes nothing: outbox marks need
+/// `published_at IS NULL`, and the events' watermark only moves forward.
+#[derive(Debug)]
+pub(crate) struct TakenMarks {
+    published: Arc<Mutex<Published>>,
+    outbox_ids: Vec<i64>,
+    events: Option<(WorkflowId, PublishedRange)>,
+}
+
+impl TakenMarks {
+    /// Takes what is to be marked with an append to `id`: every published outbox row,
+    /// and the earliest run of `id`'s own events.
+    pub(super) fn take(
+        published: &Arc<Mutex<Published>>,
+        id: &WorkflowId,
+    ) -> (Self, Vec<i64>, Option<PublishedRange>) {
+        let (outbox_ids, run) = match published.lock() {
+            Ok(mut published) => (
+                std::mem::take(&mut published.outbox_ids),
+                published.take_first_run(id),
+            ),
+            Err(_) => (Vec::new(), None),
+        };
+        let taken = Self {
+            published: Arc::clone(published),
+            outbox_ids: outbox_ids.clone(),
+            events: run.map(|range| (id.clone(), range)),
+        };
+        (taken, outbox_ids, run)
+    }
+
+    /// The append that carried these marks committed: they are marked.
+    pub(crate) fn committed(mut self) {
+        self.outbox_ids.clear();
+        self.events = None;
+    }
+}
+
+impl Drop for TakenMarks {
+    fn drop(&mut self) {
+        if self.outbox_ids.is_empty() && self.events.is_none() {
+            return;
+        }
+        if let Ok(mut published) = self.published.lock() {
+            published.give_back(std::mem::take(&mut self.outbox_ids), self.events.take());
+        }
     }
 }
 
@@ -167,12 +228,8 @@ impl Journal {
         ids: Vec<i64>,
         events: Option<(WorkflowId, PublishedRange)>,
     ) {
-        let Ok(mut published) = self.published.lock() else {
-            return;
-        };
-        published.outbox_ids.extend(ids);
-        if let Some((id, range)) = events {
-            published.events.entry(id).or_default().add(range);
+        if let Ok(mut published) = self.published.lock() {
+            published.give_back(ids, events);
         }
     }
 
@@ -226,5 +283,50 @@ impl Journal {
                 self.return_published(Vec::new(), Some(range));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hcpflow_engine::Seq;
+
+    fn published_with(id: &WorkflowId) -> Arc<Mutex<Published>> {
+        let mut published = Published::default();
+        let run = PublishedRange {
+            first: Seq::new(1).unwrap(),
+            last: Seq::new(4).unwrap(),
+        };
+        published.give_back(vec![7, 8], Some((id.clone(), run)));
+        Arc::new(Mutex::new(published))
+    }
+
+    fn held(published: &Arc<Mutex<Published>>, id: &WorkflowId) -> (Vec<i64>, bool) {
+        let published = published.lock().unwrap();
+        (
+            published.outbox_ids.clone(),
+            published.events.contains_key(id),
+        )
+    }
+
+    #[test]
+    fn marks_of_an_append_that_fails_are_given_back() {
+        let id = WorkflowId::new("wf-1").unwrap();
+        let published = published_with(&id);
+        let (taken, outbox_ids, run) = TakenMarks::take(&published, &id);
+        assert_eq!(outbox_ids, vec![7, 8]);
+        assert!(run.is_some());
+        assert_eq!(held(&published, &id), (Vec::new(), false));
+        drop(taken);
+        assert_eq!(held(&published, &id), (vec![7, 8], true));
+    }
+
+    #[test]
+    fn marks_of_a_committed_append_are_kept_marked() {
+        let id = WorkflowId::new("wf-1").unwrap();
+        let published = published_with(&id);
+        let (taken, _, _) = TakenMarks::take(&published, &id);
+        taken.committed();
+        assert_eq!(held(&published, &id), (Vec::new(), false));
     }
 }

@@ -19,6 +19,7 @@ use crate::runtime::decide::{Decider, Step};
 use crate::runtime::eager::LocalTask;
 use crate::runtime::history_cache::CachedHistory;
 use crate::runtime::journal::{to_datetime, Journal, Write};
+use crate::runtime::publish::TakenMarks;
 
 /// What a step did.
 #[derive(Debug, Default)]
@@ -40,6 +41,8 @@ struct Decision {
     seen: Option<CachedHistory>,
     /// Activity tasks this process runs itself once the append commits.
     eager: Vec<LocalTask>,
+    /// What the append marks published: given back if it does not commit.
+    marks: Option<TakenMarks>,
 }
 
 impl Decision {
@@ -50,7 +53,16 @@ impl Decision {
             unblocked: None,
             seen: None,
             eager: Vec::new(),
+            marks: None,
         }
+    }
+
+    /// Its append committed: what it marked published is marked.
+    fn committed(mut self) -> Self {
+        if let Some(marks) = self.marks.take() {
+            marks.committed();
+        }
+        self
     }
 }
 
@@ -98,14 +110,10 @@ impl Journal {
             // Only an append is checked against the database; a decision to do nothing
             // on a possibly stale copy is made again on a fresh read below.
             if let Some(batch) = batch {
+                // A failed append's decision, dropped, gives back its marks.
                 match self.store.append_known(&summary, &batch).await {
-                    Ok(appended) => return Ok((Some(appended), decision)),
+                    Ok(appended) => return Ok((Some(appended), decision.committed())),
                     Err(error) => {
-                        // What the batch was to mark published is marked by a later
-                        // one or the periodic flush (should a lost connection hide a
-                        // commit, marking again changes nothing).
-                        let events = batch.events_published.map(|range| (id.clone(), range));
-                        self.return_published(batch.mark_published, events);
                         if !matches!(error, StoreError::Conflict { .. }) {
                             return Err(error);
                         }
@@ -130,6 +138,10 @@ impl Journal {
         if tries > 1 {
             self.metrics.conflicts.inc();
         }
+        let decision = match appended {
+            Some(_) => decision.committed(),
+            None => decision,
+        };
         Ok((appended, decision))
     }
 
@@ -173,13 +185,22 @@ impl Journal {
             nothing_to_do: false,
             unblocked: decided.unblocked,
             eager: Vec::new(),
+            marks: None,
         };
         if decided.write.events.is_empty() {
             return (None, decision);
         }
-        let (mut batch, eager) = self.batch(id, summary.next_seq, decided.write);
+        let (mut batch, eager, marks) = self.batch(id, summary.next_seq, decided.write);
         batch.recorded_at = Some(now);
-        (Some(batch), Decision { eager, ..decision })
+        let marks = Some(marks);
+        (
+            Some(batch),
+            Decision {
+                eager,
+                marks,
+                ..decision
+            },
+        )
     }
 
     /// After the append (or the decision to append nothing), the workflow's turn given
