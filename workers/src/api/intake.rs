@@ -402,7 +402,7 @@ fn digest(keyring: Option<&Keyring>, workflow_type: &str, input: &Value) -> Stri
     let bytes = canonical::to_vec(&json!({"workflow_type": workflow_type, "input": input}));
     match keyring {
         Some(keyring) => keyring.keyed_digest(&bytes),
-        None => hex::encode(Sha256::digest(&bytes)),
+        None => hcpflow_engine::lower_hex::lower_hex(&Sha256::digest(&bytes)),
     }
 }
 
@@ -449,8 +449,11 @@ pub fn seal_fields(
 fn generated_id() -> WorkflowId {
     let mut bytes = [0u8; 16];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
-    WorkflowId::new(format!("wf-{}", hex::encode(bytes)))
-        .unwrap_or_else(|_| unreachable!("hex ids are valid"))
+    WorkflowId::new(format!(
+        "wf-{}",
+        hcpflow_engine::lower_hex::lower_hex(&bytes)
+    ))
+    .unwrap_or_else(|_| unreachable!("hex ids are valid"))
 }
 
 #[cfg(test)]

@@ -204,6 +204,6 @@ pub fn submission_id(tenant: &TenantId, message: &jetstream::Message) -> Option<
     } else {
         format!("tenant\0{tenant}\0{source}")
     };
-    let digest = hex::encode(Sha256::digest(source.as_bytes()));
+    let digest = hcpflow_engine::lower_hex::lower_hex(&Sha256::digest(source.as_bytes()));
     WorkflowId::new(format!("sub-{}", &digest[..32])).ok()
 }

@@ -48,7 +48,7 @@ impl ChainHash {
     }
 
     pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
+        crate::lower_hex::lower_hex(&self.0)
     }
 }
 

@@ -260,7 +260,7 @@ fn short(digest: &str) -> &str {
 
 /// SHA-256 (hex) of a value's canonical bytes: how inputs are compared on replay.
 pub fn digest(value: &Value) -> String {
-    hex::encode(Sha256::digest(canonical::to_vec(value)))
+    crate::lower_hex::lower_hex(&Sha256::digest(canonical::to_vec(value)))
 }
 
 /// An event at its place in a history.

@@ -19,10 +19,12 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
+use serde_json::Value;
+
 use crate::context::WorkflowContext;
 use crate::entropy::Entropy;
 use crate::error::ExecError;
-use crate::event::{Event, HistoryEvent};
+use crate::event::{ActivityScheduled, ChildStarted, CompensationRegistered, Event, HistoryEvent};
 use crate::ids::{Seq, WorkflowId};
 use crate::registry::WorkflowRegistry;
 use crate::saga;
@@ -163,7 +165,7 @@ fn replay_activations(
             if let Some(last) = activation.inputs.last() {
                 state.now = last.recorded_at;
             }
-            state.recorded_run = activation.run.iter().cloned().collect();
+            state.recorded_run = activation.run.iter().map(for_matching).collect();
             state.live = index + 1 == activations.len() && activation.run.is_empty();
             state.next_recorded = activations
                 .get(index + 1)
@@ -184,6 +186,43 @@ fn replay_activations(
         }
     }
     Ok(())
+}
+
+/// A recorded command as the code's commands are matched against it: without the inputs
+/// of activities, compensations and children, which matching compares by their digests
+/// (`Event::same_command`) and nothing reads back — a replay copies every command of
+/// the history, and the inputs are most of their bytes.
+fn for_matching(recorded: &HistoryEvent) -> HistoryEvent {
+    let event = match &recorded.event {
+        Event::ActivityScheduled(scheduled) => ActivityScheduled {
+            activity_type: scheduled.activity_type.clone(),
+            input: Value::Null,
+            input_digest: scheduled.input_digest.clone(),
+            options: scheduled.options.clone(),
+            compensation_of: scheduled.compensation_of,
+        }
+        .into(),
+        Event::CompensationRegistered(registered) => CompensationRegistered {
+            activity_type: registered.activity_type.clone(),
+            input: Value::Null,
+            input_digest: registered.input_digest.clone(),
+            options: registered.options.clone(),
+        }
+        .into(),
+        Event::ChildStarted(child) => ChildStarted {
+            child_id: child.child_id.clone(),
+            workflow_type: child.workflow_type.clone(),
+            input: Value::Null,
+            input_digest: child.input_digest.clone(),
+        }
+        .into(),
+        other => other.clone(),
+    };
+    HistoryEvent {
+        seq: recorded.seq,
+        recorded_at: recorded.recorded_at,
+        event,
+    }
 }
 
 /// Applies one input event. A second outcome for the same activity, timer or child is

@@ -22,7 +22,7 @@ impl IdempotencyKey {
 
     pub fn for_activity(workflow_id: &WorkflowId, seq: Seq) -> Self {
         let digest = Sha256::digest(format!("{workflow_id}:{seq}").as_bytes());
-        let key = format!("hf-{}-{seq}", &hex::encode(digest)[..40]);
+        let key = format!("hf-{}-{seq}", &crate::lower_hex::lower_hex(&digest)[..40]);
         debug_assert!(key.len() <= Self::MAX_LEN);
         Self(key)
     }

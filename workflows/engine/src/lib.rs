@@ -32,6 +32,7 @@ pub mod history;
 pub mod idempotency;
 pub mod ids;
 mod ledger;
+pub mod lower_hex;
 mod registry;
 mod retry;
 mod saga;

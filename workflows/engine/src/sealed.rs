@@ -263,7 +263,7 @@ impl Keyring {
         let mut hasher = Sha256::new();
         hasher.update(self.digest_key);
         hasher.update(data);
-        hex::encode(hasher.finalize())
+        crate::lower_hex::lower_hex(&hasher.finalize())
     }
 
     /// The id new seals are made with.

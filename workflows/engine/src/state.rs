@@ -60,7 +60,9 @@ pub(crate) struct State {
     pub(crate) tearing_down: bool,
 }
 
-/// What `emit` found: the seq the command has, and the recorded event it matched.
+/// What `emit` found: the seq the command has, and the recorded event it matched (as
+/// the executor keeps it for matching: without the inputs of activities, compensations
+/// and children).
 pub(crate) struct Emitted {
     pub(crate) seq: Seq,
     pub(crate) recorded: Option<Event>,

@@ -116,12 +116,15 @@ impl<O: DeserializeOwned> Future for ActivityCall<O> {
                 this.phase = Phase::Done;
                 return Poll::Ready(Err(WorkflowError::Cancelled));
             }
+            // The call needs neither its input nor its options again: they move into
+            // the command (a replay matches thousands of them).
+            let input = std::mem::take(&mut this.input);
             let emitted = state.emit(
                 ActivityScheduled {
                     activity_type: this.activity_type.clone(),
-                    input_digest: digest(&this.input),
-                    input: this.input.clone(),
-                    options: this.options.clone(),
+                    input_digest: digest(&input),
+                    input,
+                    options: std::mem::take(&mut this.options),
                     compensation_of: this.compensation_of,
                 }
                 .into(),
@@ -132,19 +135,21 @@ impl<O: DeserializeOwned> Future for ActivityCall<O> {
             return Poll::Pending;
         };
         let mut state = this.ctx.state.borrow_mut();
-        if let Some(outcome) = state.activity_outcomes.get(&seq).cloned() {
+        // Decoded from the recorded result in place, not from a copy of it.
+        let outcome = state
+            .activity_outcomes
+            .get(&seq)
+            .map(|outcome| match outcome {
+                Ok(result) => O::deserialize(result).map_err(|error| {
+                    ActivityFailure::permanent("InvalidResult", error.to_string())
+                }),
+                Err(failure) => Err(failure.clone()),
+            });
+        if let Some(outcome) = outcome {
             state.progress += 1;
             drop(state);
             this.phase = Phase::Done;
-            return Poll::Ready(match outcome {
-                Ok(result) => serde_json::from_value(result).map_err(|error| {
-                    this.failure(
-                        seq,
-                        ActivityFailure::permanent("InvalidResult", error.to_string()),
-                    )
-                }),
-                Err(failure) => Err(this.failure(seq, failure)),
-            });
+            return Poll::Ready(outcome.map_err(|failure| this.failure(seq, failure)));
         }
         if state.cancelled_for(this.non_cancellable || this.finish_on_cancel) {
             state.emit(ActivityCancelRequested { scheduled_seq: seq }.into());

@@ -49,7 +49,7 @@ pub fn child_id(parent: &WorkflowId, seq: Seq) -> WorkflowId {
     let id = if plain.len() <= WorkflowId::MAX_LEN {
         plain
     } else {
-        let hash = hex::encode(Sha256::digest(parent.as_str().as_bytes()));
+        let hash = crate::lower_hex::lower_hex(&Sha256::digest(parent.as_str().as_bytes()));
         format!("{}-{}{suffix}", &parent.as_str()[..64], &hash[..16])
     };
     WorkflowId::new(id).unwrap_or_else(|_| parent.clone())
