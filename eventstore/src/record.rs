@@ -5,6 +5,9 @@
 //! workflow id and seq inside the hashed bytes means an event cannot be moved to another
 //! workflow or position without breaking the chain.
 
+use std::sync::LazyLock;
+
+use chrono::format::{Item, StrftimeItems};
 use chrono::{DateTime, SubsecRound, Utc};
 use hcpflow_engine::{canonical, ChainHash, Event, HistoryEvent, Seq, Timestamp, WorkflowId};
 use serde_json::value::RawValue;
@@ -141,8 +144,17 @@ pub(crate) fn store_precision(at: DateTime<Utc>) -> DateTime<Utc> {
     at.trunc_subsecs(6)
 }
 
+/// How a recorded time is written where it is hashed and published. The bytes are part
+/// of every event's hashed envelope: this format never changes.
+const TIMESTAMP_FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.6fZ";
+
+/// [`TIMESTAMP_FORMAT`] parsed once: every event is formatted at least twice (its
+/// envelope, its message on the events stream).
+static TIMESTAMP_ITEMS: LazyLock<Vec<Item<'static>>> =
+    LazyLock::new(|| StrftimeItems::new(TIMESTAMP_FORMAT).collect());
+
 pub(crate) fn format_timestamp(at: DateTime<Utc>) -> String {
-    at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+    at.format_with_items(TIMESTAMP_ITEMS.iter()).to_string()
 }
 
 /// The canonical bytes of one event's envelope.
@@ -191,6 +203,20 @@ pub(crate) fn envelope_mismatch(event: &StoredEvent) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamps_are_written_as_the_format_says() {
+        let at = DateTime::parse_from_rfc3339("2026-11-28T10:52:44.123456Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(format_timestamp(at), "2026-11-28T10:52:44.123456Z");
+        for at in [at, DateTime::UNIX_EPOCH, Utc::now()] {
+            assert_eq!(
+                format_timestamp(at),
+                at.format(TIMESTAMP_FORMAT).to_string()
+            );
+        }
+    }
 
     fn sample() -> StoredEvent {
         let workflow_id = WorkflowId::new("wf-1").unwrap();
