@@ -432,7 +432,9 @@ pub(crate) fn group_statement(shape: Shape) -> String {
         "1",
     );
     // Starts insert their index rows; one whose id exists already is not written (its
-    // caller is told a conflict), and neither are its events.
+    // caller is told a conflict), and neither are its events. In id order, as rows are
+    // locked: two statements starting the same ids (a start sent twice, to two
+    // processes) wait on each other's insert in the same order, never crosswise.
     let create = part(
         shape.create,
         ",
@@ -446,6 +448,7 @@ pub(crate) fn group_statement(shape: Shape) -> String {
                      WITH ORDINALITY AS c(workflow_type, status, parent_id, input_digest,
                                           events_subject, tenant, n) ON c.n = b.n
                WHERE c.workflow_type IS NOT NULL
+               ORDER BY b.id COLLATE \"C\"
               ON CONFLICT (workflow_id) DO NOTHING
               RETURNING workflow_id)",
     );
