@@ -199,11 +199,35 @@ async fn stream_leader(client: &async_nats::Client, stream: &str) -> String {
 async fn start_wave(api: &Server, ids: &mut Vec<String>, wave: usize) {
     for n in 0..WAVE {
         let id = format!("{}-w{wave}-{n}", api.prefix);
-        let reply = api
-            .start_workflow("noop_chain", &id, json!({"steps": STEPS, "sleep_ms": 250}))
-            .await;
+        let reply = start_patiently(api, &id).await;
         assert_eq!(reply["ok"], true, "start {id} in wave {wave}: {reply}");
         ids.push(id);
+    }
+}
+
+/// A start sent again while it gets no reply, as the API's clients do (README: a start
+/// is idempotent by its workflow id; `hcpflow` asks again for up to five minutes).
+/// Right after a node's loss the request or its reply may be lost with the connection
+/// it travelled on, and a client reconnects within seconds — more on a busy machine.
+async fn start_patiently(api: &Server, id: &str) -> serde_json::Value {
+    let body = json!({
+        "workflow_type": "noop_chain",
+        "workflow_id": id,
+        "input": {"steps": STEPS, "sleep_ms": 250},
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let sent = serde_json::to_vec(&body).unwrap();
+        if let Some(reply) = api.try_api_raw("start", sent).await {
+            return reply;
+        }
+        say(&format!(
+            "nats cluster: no reply to the start of {id} yet; asking again"
+        ));
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no reply to the start of {id} within a minute"
+        );
     }
 }
 
