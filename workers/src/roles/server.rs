@@ -153,8 +153,9 @@ const STOP_GRACE: Duration = Duration::from_secs(20);
 
 /// The order the roles start in: those that take work last. The activity role first,
 /// as it lets steps run the activities they schedule here (eager dispatch): a step
-/// taken before that sends its activity through NATS. The API last, so that a start
-/// it accepts finds the rest of the process running.
+/// taken before that sends its activity through NATS. The API last (after the
+/// operators' endpoint too, see [`run`]), so that a start it accepts finds the rest of
+/// the process running.
 fn in_start_order(roles: &[Role]) -> Vec<Role> {
     let rank = |role: &Role| match role {
         Role::Activity => 0,
@@ -175,7 +176,10 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let process = Process::connect(config, roles, shutdown).await?;
     let mut running = Running::default();
-    for role in in_start_order(roles) {
+    let (api, others): (Vec<Role>, Vec<Role>) = in_start_order(roles)
+        .into_iter()
+        .partition(|role| *role == Role::Api);
+    for role in others {
         process.start(role, &mut running).await?;
     }
     running.spawn(
@@ -215,6 +219,10 @@ pub async fn run(
                 process.shutdown.clone(),
             ),
         );
+    }
+    // Once the API answers, every other role runs and the operators' endpoint listens.
+    for role in api {
+        process.start(role, &mut running).await?;
     }
     let labels: Vec<String> = roles.iter().map(Role::to_string).collect();
     tracing::info!(roles = labels.join(","), prefix = process.subjects.prefix(), nats = %process.config.nats.url, "hcpflow running");

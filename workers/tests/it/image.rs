@@ -79,7 +79,7 @@ async fn the_images_root_filesystem_runs_a_workflow_as_nonroot() {
             "hcpflow runs as {uids}"
         );
     }
-    // The endpoint opens just after the API answers (under load, after the workflow ran).
+    // The endpoint opens before the API answers; waiting costs nothing.
     until_listening(&addr).await;
     let ready = http_get(&addr, "/readyz").await;
     assert!(ready.starts_with("HTTP/1.1 200 "), "{ready}");

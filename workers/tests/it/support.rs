@@ -404,7 +404,8 @@ pub(crate) fn free_port() -> u16 {
 }
 
 /// Waits (up to 10 s) until something listens on `addr`: a server's operators' endpoint
-/// opens once its roles have started, just after its API answers.
+/// opens once its roles but the API have started (before the API answers); a process
+/// without the API role gives no other sign of that.
 pub(crate) async fn until_listening(addr: &str) {
     for _ in 0..100 {
         if tokio::net::TcpStream::connect(addr).await.is_ok() {
