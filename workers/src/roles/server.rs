@@ -193,10 +193,13 @@ pub async fn run(
         let probes = EventStore::connect(process.config.database_url.expose(), 1)
             .await
             .context("connecting to Postgres for the readiness probe")?;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding the operators' endpoint to {addr}"))?;
         running.spawn(
             "metrics",
             crate::runtime::ops_http::serve(
-                addr,
+                listener,
                 process.journal.metrics.clone(),
                 crate::runtime::ops_http::Readiness {
                     store: probes,

@@ -11,7 +11,6 @@
 //! A small HTTP/1.1 responder, not a framework: one request per connection, at most
 //! [`MAX_CONNECTIONS`] at once, each given [`REQUEST_WAIT`] to speak.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -85,15 +84,18 @@ impl Readiness {
     }
 }
 
-/// Serves the endpoints until shutdown.
+/// Serves the endpoints on `listener` until shutdown. The caller binds it: the endpoint
+/// then takes connections from the moment the caller goes on (the server binds it
+/// before its API answers), and a port that is taken fails the start.
 pub async fn serve(
-    addr: SocketAddr,
+    listener: TcpListener,
     metrics: Arc<Metrics>,
     readiness: Readiness,
     mut shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
-    let listener = TcpListener::bind(addr).await?;
-    tracing::info!(%addr, "serving /metrics, /healthz and /readyz");
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, "serving /metrics, /healthz and /readyz");
+    }
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let readiness = Arc::new(readiness);
     loop {

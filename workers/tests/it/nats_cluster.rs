@@ -228,6 +228,8 @@ async fn start_patiently(api: &Server, id: &str) -> serde_json::Value {
             tokio::time::Instant::now() < deadline,
             "no reply to the start of {id} within a minute"
         );
+        // A request refused at once (no server yet) is not sent again in a busy loop.
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 

@@ -404,8 +404,8 @@ pub(crate) fn free_port() -> u16 {
 }
 
 /// Waits (up to 10 s) until something listens on `addr`: a server's operators' endpoint
-/// opens once its roles but the API have started (before the API answers); a process
-/// without the API role gives no other sign of that.
+/// is bound before its API answers; a process without the API role gives no other sign
+/// that it started.
 pub(crate) async fn until_listening(addr: &str) {
     for _ in 0..100 {
         if tokio::net::TcpStream::connect(addr).await.is_ok() {
@@ -413,6 +413,7 @@ pub(crate) async fn until_listening(addr: &str) {
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+    panic!("nothing listens on {addr} after 10 s");
 }
 
 /// A minimal HTTP GET, returning status line, headers and body.
