@@ -71,6 +71,9 @@ const TAKEN_CAPACITY: usize = 4096;
 pub struct CachedHistory {
     pub summary: WorkflowSummary,
     pub history: Vec<HistoryEvent>,
+    /// Every event of it was appended by this process (none read from the database):
+    /// its head is one this process computed (see `witnessed.rs`).
+    pub witnessed: bool,
 }
 
 /// An entry with its weight, computed once when it is put.
@@ -275,6 +278,7 @@ mod tests {
                 tenant: hcpflow_engine::TenantId::default_tenant(),
             },
             history,
+            witnessed: false,
         }
     }
 

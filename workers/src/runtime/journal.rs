@@ -27,6 +27,7 @@ use crate::runtime::outgoing::Outgoing;
 use crate::runtime::publish::{Published, TakenMarks};
 use crate::runtime::step::off_the_async_workers;
 use crate::runtime::step_gate::StepGate;
+use crate::runtime::witnessed::WitnessedHeads;
 
 /// How many bytes of decoded histories a process keeps between steps (an estimate of
 /// their memory; see `history_cache.rs`). A mid-flight `create_hosted_cluster` history
@@ -76,6 +77,9 @@ pub struct Journal {
     pub(crate) step_gate: StepGate,
     /// Where this process serves task queues: activities it schedules run here at once.
     pub(super) eager: std::sync::OnceLock<EagerDispatch>,
+    /// The heads this process committed on chains it wrote whole, which its
+    /// checkpointer signs without reading them back (see `witnessed.rs`).
+    pub witnessed: WitnessedHeads,
 }
 
 impl Journal {
@@ -97,6 +101,7 @@ impl Journal {
             history_cache: HistoryCache::new(HISTORY_CACHE_BUDGET),
             step_gate: StepGate::default(),
             eager: std::sync::OnceLock::new(),
+            witnessed: WitnessedHeads::default(),
         }
     }
 
@@ -149,6 +154,7 @@ impl Journal {
         // A start that fails (a duplicate, an outage) gives its marks back as it returns.
         let appended = self.store.create_workflow(workflow, batch).await?;
         marks.committed();
+        self.witnessed.record(id, &appended, true);
         self.keep_created(workflow, id, &appended, recorded_at);
         self.publish_appended(&appended, eager).await;
         Ok(appended)
@@ -187,7 +193,12 @@ impl Journal {
             blocked_reason: None,
             tenant: appended.tenant.clone(),
         };
-        self.keep_history(CachedHistory { summary, history }, appended);
+        let cached = CachedHistory {
+            summary,
+            history,
+            witnessed: true,
+        };
+        self.keep_history(cached, appended);
     }
 
     /// The batch that appends `write`; the activity tasks this process runs itself once

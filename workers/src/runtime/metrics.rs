@@ -108,6 +108,10 @@ pub struct Metrics {
     pub swept: Counter,
     pub timers_fired: Counter,
     pub checkpoint_scans: Counter,
+    /// Heads signed after reading their whole chain back and verifying it.
+    pub checkpoint_chains_read: Counter,
+    /// Heads signed as this process wrote them, every event of the chain appended here.
+    pub checkpoint_heads_witnessed: Counter,
     /// Age in milliseconds of the oldest row the relay last had to publish; 0 when it
     /// found none.
     pub outbox_lag_ms: Gauge,
@@ -140,7 +144,7 @@ impl Metrics {
 
     /// The counters with their names (without the `hcpflow_` prefix and the `_total`
     /// suffix, which the encoder adds) and help texts.
-    fn counters(&self) -> [(&'static str, &'static str, &Counter); 17] {
+    fn counters(&self) -> [(&'static str, &'static str, &Counter); 19] {
         [
             ("workflow_tasks", "workflow tasks run", &self.workflow_tasks),
             (
@@ -215,6 +219,16 @@ impl Metrics {
                 "scans of the checkpointer for heads to sign",
                 &self.checkpoint_scans,
             ),
+            (
+                "checkpoint_chains_read",
+                "heads the checkpointer read back and verified before signing",
+                &self.checkpoint_chains_read,
+            ),
+            (
+                "checkpoint_heads_witnessed",
+                "heads the checkpointer signed as this process wrote their whole chain",
+                &self.checkpoint_heads_witnessed,
+            ),
         ]
     }
 
@@ -264,7 +278,7 @@ mod tests {
 
     /// Every sample name exposed before the move to `prometheus-client`: scrapers
     /// and dashboards depend on them.
-    const SAMPLE_NAMES: [&str; 21] = [
+    const SAMPLE_NAMES: [&str; 23] = [
         "hcpflow_workflow_tasks_total",
         "hcpflow_activity_tasks_total",
         "hcpflow_eager_activity_tasks_total",
@@ -281,6 +295,8 @@ mod tests {
         "hcpflow_swept_total",
         "hcpflow_timers_fired_total",
         "hcpflow_checkpoint_scans_total",
+        "hcpflow_checkpoint_chains_read_total",
+        "hcpflow_checkpoint_heads_witnessed_total",
         "hcpflow_outbox_lag_milliseconds",
         "hcpflow_workflow_task_seconds_sum",
         "hcpflow_workflow_task_seconds_count",
@@ -319,7 +335,7 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }
-        assert_eq!(text.matches("# TYPE ").count(), 22, "{text}");
+        assert_eq!(text.matches("# TYPE ").count(), 24, "{text}");
     }
 
     #[test]

@@ -29,3 +29,4 @@ pub mod step;
 pub mod step_gate;
 pub mod task_error;
 pub mod tls;
+pub mod witnessed;

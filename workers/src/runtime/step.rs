@@ -84,6 +84,10 @@ impl Journal {
     ) -> Result<StepOutcome, StoreError> {
         let turn = self.step_gate.enter(id).await;
         let (appended, mut decision) = self.decide_and_append(id, &mut inputs).await?;
+        if let Some(appended) = &appended {
+            let whole_chain = decision.seen.as_ref().is_some_and(|seen| seen.witnessed);
+            self.witnessed.record(id, appended, whole_chain);
+        }
         // The next step of this workflow here starts from what this one appended.
         if let (Some(appended), Some(seen)) = (&appended, decision.seen.take()) {
             self.keep_history(seen, appended);
@@ -105,7 +109,13 @@ impl Journal {
             // Replaying a long history is milliseconds of CPU, and so is looking through
             // it for the inputs to record.
             let (batch, decision) = off_the_async_workers(cached.history.len(), || {
-                self.decide(id, &summary, cached.history, inputs, now)
+                self.decide(
+                    id,
+                    &summary,
+                    (cached.history, cached.witnessed),
+                    inputs,
+                    now,
+                )
             });
             // Only an append is checked against the database; a decision to do nothing
             // on a possibly stale copy is made again on a fresh read below.
@@ -131,7 +141,8 @@ impl Journal {
                 // Decoding a long history read from the store is CPU work too.
                 off_the_async_workers(stored.len(), || {
                     let history = decode(stored)?;
-                    Ok(self.decide(id, summary, history, inputs, now))
+                    // Read from the database: not a chain this process wrote whole.
+                    Ok(self.decide(id, summary, (history, false), inputs, now))
                 })
             })
             .await?;
@@ -145,13 +156,14 @@ impl Journal {
         Ok((appended, decision))
     }
 
-    /// Decides a step on `history` (see [`decide`]): the batch to append, if any, with
-    /// the activity tasks this process reserved to run itself.
+    /// Decides a step on `history` (see [`decide`]), which says whether this process
+    /// wrote every event of it: the batch to append, if any, with the activity tasks
+    /// this process reserved to run itself.
     fn decide(
         &self,
         id: &WorkflowId,
         summary: &WorkflowSummary,
-        history: Vec<HistoryEvent>,
+        (history, witnessed): (Vec<HistoryEvent>, bool),
         inputs: &mut impl FnMut(&WorkflowSummary, &[HistoryEvent]) -> Option<Write>,
         now: chrono::DateTime<Utc>,
     ) -> (Option<AppendBatch>, Decision) {
@@ -180,6 +192,7 @@ impl Journal {
             seen: decided.history_after.map(|history| CachedHistory {
                 summary: summary.clone(),
                 history,
+                witnessed,
             }),
             blocked: decided.blocked,
             nothing_to_do: false,

@@ -321,3 +321,85 @@ async fn verify_trusts_only_the_key_it_is_given_never_the_one_the_server_reports
     assert!(stdout.contains("chain verified"), "{stdout}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A history the server wrote whole is signed as the server wrote it, not as it is
+/// stored: an event changed in the database before the signature is not signed over
+/// (the signed head is the hash of the bytes the server wrote), and `audit verify`
+/// names the changed event against that signature.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_history_written_here_is_signed_as_written_not_as_stored() {
+    let Some(env) = stack("a_history_written_here_is_signed_as_written_not_as_stored") else {
+        return;
+    };
+    if std::env::var("HCPFLOW_DATABASE_SUPERUSER_URL").is_err()
+        || std::env::var("HCPFLOW_AUDIT_SIGNING_KEY").is_err()
+    {
+        assert!(std::env::var_os("HCPFLOW_REQUIRE_STACK").is_none());
+        return;
+    }
+    let _shared = crate::support::shared().await;
+    let prefix = unique("wit");
+    let metrics_addr = format!("127.0.0.1:{}", crate::support::free_port());
+    let server = Server::start(env.clone(), &prefix, &["--metrics-addr", &metrics_addr]).await;
+    let id = format!("{prefix}-w");
+    let started = server
+        .start_workflow("noop_wait", &id, json!({"timer_ms": 10, "signal": "go"}))
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    // Waiting for its signal once the timer fired.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !events(&server, &id)
+        .await
+        .iter()
+        .any(|e| e["type"] == "TimerFired")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the timer never fired"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The start's input changed behind the engine's back (its stored hash kept).
+    tamper(
+        &env,
+        &[format!(
+            "UPDATE events SET body = convert_to(replace(convert_from(body, 'UTF8'), '\"go\"', '\"no\"'), 'UTF8')
+              WHERE workflow_id = '{id}' AND seq = 1"
+        )],
+    )
+    .await;
+    let signalled = server
+        .api(
+            "signal",
+            json!({"workflow_id": id, "signal": "go", "payload": {}}),
+        )
+        .await;
+    assert_eq!(signalled, json!({"ok": true}));
+    assert_eq!(
+        server.wait_terminal(&id, Duration::from_secs(60)).await,
+        "completed"
+    );
+    let stored = events(&server, &id).await;
+    let last = stored.last().unwrap();
+    let (last_seq, last_hash) = (last["seq"].clone(), last["hash"].clone());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let signed = loop {
+        let evidence = server.api("verify", json!({"workflow_id": id})).await;
+        let signed = evidence["checkpoints"]["database"].clone();
+        if signed["seq"] == last_seq {
+            break signed;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never signed at its end: {evidence}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // Signed over the chain the server computed, which the changed bytes no longer make.
+    assert_eq!(signed["head_hash"], last_hash, "{signed}");
+    let (ok, text) = verify(&server, &id).await;
+    assert!(!ok && text.contains("broken at seq 1"), "{text}");
+    let witnessed =
+        crate::histories::counter(&metrics_addr, "hcpflow_checkpoint_heads_witnessed_total").await;
+    assert!(witnessed >= 1, "the head was read back, not vouched for");
+}
