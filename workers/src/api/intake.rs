@@ -157,7 +157,7 @@ impl Intake {
             tenant: tenant.clone(),
         };
         match self.journal.create(&workflow, &id, write, now).await {
-            Ok(_) => Ok((id, StartStatus::Started)),
+            Ok(()) => Ok((id, StartStatus::Started)),
             // Another tenant's workflow: say no more than that the id is taken.
             Err(hcpflow_eventstore::Error::AlreadyExists { tenant: owner, .. })
                 if owner != tenant.as_str() =>

@@ -19,6 +19,7 @@ use hcpflow_eventstore::{
 };
 use hcpflow_protocol::subjects::Subjects;
 use serde_json::Value;
+use tokio::sync::Semaphore;
 
 use crate::runtime::eager::{EagerDispatch, LocalTask, LOCAL_LEASE};
 use crate::runtime::history_cache::{CachedHistory, HistoryCache};
@@ -37,6 +38,10 @@ use crate::runtime::witnessed::WitnessedHeads;
 /// the histories' lengths. The count bound it replaces (4,096 histories) let the same
 /// cache reach 1–2 GiB on cluster histories and had no limit on longer ones.
 const HISTORY_CACHE_BUDGET: u64 = 256 * 1024 * 1024;
+
+/// Starts publishing their messages after their answer, at most (each holds its first
+/// events until NATS acknowledges them, at most the publish timeout).
+const BACKGROUND_PUBLISHES: usize = 1024;
 
 /// What one append writes besides its events.
 #[derive(Debug, Default)]
@@ -80,6 +85,8 @@ pub struct Journal {
     /// The heads this process committed on chains it wrote whole, which its
     /// checkpointer signs without reading them back (see `witnessed.rs`).
     pub witnessed: WitnessedHeads,
+    /// Starts whose messages are still being published after they were answered.
+    background_publishes: Arc<Semaphore>,
 }
 
 impl Journal {
@@ -102,6 +109,7 @@ impl Journal {
             step_gate: StepGate::default(),
             eager: std::sync::OnceLock::new(),
             witnessed: WitnessedHeads::default(),
+            background_publishes: Arc::new(Semaphore::new(BACKGROUND_PUBLISHES)),
         }
     }
 
@@ -141,14 +149,18 @@ impl Journal {
         })
     }
 
-    /// Creates a workflow with its first events, then publishes.
+    /// Creates a workflow with its first events; returns once they are committed. Its
+    /// messages are published meanwhile, by a task of their own: a start is answered
+    /// on its commit, not held until NATS acknowledges (seconds while a stream has no
+    /// leader). Beyond `BACKGROUND_PUBLISHES` such tasks, a start publishes before it
+    /// returns, so that an outage slows starts rather than piling tasks up.
     pub async fn create(
-        &self,
+        self: &Arc<Self>,
         workflow: &NewWorkflow,
         id: &WorkflowId,
         write: Write,
         recorded_at: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Appended, hcpflow_eventstore::Error> {
+    ) -> Result<(), hcpflow_eventstore::Error> {
         let (mut batch, eager, marks) = self.batch(id, Seq::FIRST, write);
         batch.recorded_at = Some(recorded_at);
         // A start that fails (a duplicate, an outage) gives its marks back as it returns.
@@ -156,8 +168,17 @@ impl Journal {
         marks.committed();
         self.witnessed.record(id, &appended, true);
         self.keep_created(workflow, id, &appended, recorded_at);
-        self.publish_appended(&appended, eager).await;
-        Ok(appended)
+        match Arc::clone(&self.background_publishes).try_acquire_owned() {
+            Ok(permit) => {
+                let journal = Arc::clone(self);
+                tokio::spawn(async move {
+                    journal.publish_appended(&appended, eager).await;
+                    drop(permit);
+                });
+            }
+            Err(_) => self.publish_appended(&appended, eager).await,
+        }
+        Ok(())
     }
 
     /// Caches a new workflow's history for its first step, as a step caches the history
