@@ -231,6 +231,15 @@ pub async fn run(
     tracing::info!(roles = labels.join(","), prefix = process.subjects.prefix(), nats = %process.config.nats.url, "hcpflow running");
 
     let failure = running.until_stopped(process.shutdown.clone()).await;
+    // Starts answered before their messages were acknowledged: theirs are published
+    // (and their activities handed over) before the last marks are written.
+    if !process
+        .journal
+        .background_publishes_done(FINAL_FLUSH_WAIT)
+        .await
+    {
+        tracing::warn!("starts' messages were still being published after {FINAL_FLUSH_WAIT:?}; the relay and the sweeper will");
+    }
     // Marks not written are only work for the relay: a stop does not wait on a
     // Postgres that is away.
     if tokio::time::timeout(FINAL_FLUSH_WAIT, process.journal.flush_published())

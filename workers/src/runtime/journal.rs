@@ -39,9 +39,10 @@ use crate::runtime::witnessed::WitnessedHeads;
 /// cache reach 1–2 GiB on cluster histories and had no limit on longer ones.
 const HISTORY_CACHE_BUDGET: u64 = 256 * 1024 * 1024;
 
-/// Starts publishing their messages after their answer, at most (each holds its first
-/// events until NATS acknowledges them, at most the publish timeout).
-const BACKGROUND_PUBLISHES: usize = 1024;
+/// What the starts publishing their messages after their answer may hold, in KiB of
+/// messages (each holds them until NATS acknowledges, at most the publish timeout): a
+/// thousand ordinary starts, or a few dozen at the API's largest input.
+const BACKGROUND_PUBLISH_KIB: u32 = 64 * 1024;
 
 /// What one append writes besides its events.
 #[derive(Debug, Default)]
@@ -109,7 +110,7 @@ impl Journal {
             step_gate: StepGate::default(),
             eager: std::sync::OnceLock::new(),
             witnessed: WitnessedHeads::default(),
-            background_publishes: Arc::new(Semaphore::new(BACKGROUND_PUBLISHES)),
+            background_publishes: Arc::new(Semaphore::new(BACKGROUND_PUBLISH_KIB as usize)),
         }
     }
 
@@ -128,6 +129,18 @@ impl Journal {
         if self.eager.set(eager).is_err() {
             tracing::warn!("eager dispatch was already enabled");
         }
+    }
+
+    /// Waits until the starts publishing after their answer are done, at most `wait`;
+    /// whether they are. (What is left is the relay's and the sweeper's.)
+    pub async fn background_publishes_done(&self, wait: std::time::Duration) -> bool {
+        tokio::time::timeout(
+            wait,
+            self.background_publishes
+                .acquire_many(BACKGROUND_PUBLISH_KIB),
+        )
+        .await
+        .is_ok()
     }
 
     /// Who claims this process's eager tasks, when eager dispatch is enabled.
@@ -152,8 +165,8 @@ impl Journal {
     /// Creates a workflow with its first events; returns once they are committed. Its
     /// messages are published meanwhile, by a task of their own: a start is answered
     /// on its commit, not held until NATS acknowledges (seconds while a stream has no
-    /// leader). Beyond `BACKGROUND_PUBLISHES` such tasks, a start publishes before it
-    /// returns, so that an outage slows starts rather than piling tasks up.
+    /// leader). Beyond `BACKGROUND_PUBLISH_KIB` of such messages, a start publishes
+    /// before it returns, so that an outage slows starts rather than piling them up.
     pub async fn create(
         self: &Arc<Self>,
         workflow: &NewWorkflow,
@@ -168,7 +181,18 @@ impl Journal {
         marks.committed();
         self.witnessed.record(id, &appended, true);
         self.keep_created(workflow, id, &appended, recorded_at);
-        match Arc::clone(&self.background_publishes).try_acquire_owned() {
+        let bytes: usize = appended
+            .events
+            .iter()
+            .map(|event| event.body.len())
+            .sum::<usize>()
+            + appended
+                .outbox
+                .iter()
+                .map(|row| row.message.payload.len())
+                .sum::<usize>();
+        let kib = u32::try_from(bytes / 1024 + 1).unwrap_or(u32::MAX);
+        match Arc::clone(&self.background_publishes).try_acquire_many_owned(kib) {
             Ok(permit) => {
                 let journal = Arc::clone(self);
                 tokio::spawn(async move {

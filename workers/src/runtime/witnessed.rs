@@ -10,8 +10,8 @@
 //! process, a history this process read from the database, an index row moved behind
 //! the engine's back) is verified in full, as before.
 //!
-//! Bounded: at most [`CAPACITY`] heads, the least recently recorded evicted first (an
-//! evicted head costs one verification). Recording is off until the process's
+//! Bounded: at most [`CAPACITY`] heads, roughly the oldest evicted first (an evicted
+//! head costs one verification). Recording is off until the process's
 //! checkpointer turns it on, so a process without one keeps nothing.
 
 use std::sync::atomic::{AtomicBool, Ordering};
