@@ -4,7 +4,7 @@
 # release binary ($HCPFLOW_BIN, or built here), and start_config, which starts the
 # processes of a deployment. Whatever it started is stopped on exit.
 #
-#   HCPFLOW_BENCH_METRICS_PORT=59464   the first server's --metrics-addr port (the next
+#   HCPFLOW_BENCH_METRICS_PORT=29464   the first server's --metrics-addr port (the next
 #                                      servers take the ports after it); the addresses
 #                                      are in $metrics_addrs (comma-separated)
 #   HCPFLOW_BENCH_PG_SETTINGS="shared_buffers=2GB max_wal_size=8GB checkpoint_timeout=15min autovacuum_naptime=10s"
@@ -58,7 +58,10 @@ export HCPFLOW_LOG=${HCPFLOW_LOG:-warn}
 export HCPFLOW_BUILTIN_WORKFLOWS=true
 "$hcpflow" migrate >/dev/null
 
-metrics_port=${HCPFLOW_BENCH_METRICS_PORT:-59464}
+# Below Linux's ephemeral range (32768-60999): a port in it may be, at the moment a
+# server binds it, the local end of one of the hundreds of connections a run holds
+# (a server then fails to start: "Address already in use").
+metrics_port=${HCPFLOW_BENCH_METRICS_PORT:-29464}
 metrics_addrs=
 # Starts one server process: log file $1, then the command's arguments; it serves its
 # metrics on the next port.
