@@ -33,6 +33,19 @@ async fn tamper(env: &[(String, String)], statements: &[String]) {
     }
 }
 
+/// The stack, for a test that tampers with the log and checks signatures: it needs the
+/// superuser's URL and the audit signing key too (a stack that must be there has them).
+fn tampering_stack(test: &str) -> Option<Vec<(String, String)>> {
+    let env = stack(test)?;
+    if std::env::var("HCPFLOW_DATABASE_SUPERUSER_URL").is_err()
+        || std::env::var("HCPFLOW_AUDIT_SIGNING_KEY").is_err()
+    {
+        assert!(std::env::var_os("HCPFLOW_REQUIRE_STACK").is_none());
+        return None;
+    }
+    Some(env)
+}
+
 async fn verify(server: &Server, id: &str) -> (bool, String) {
     let output = run_cli(server, &["audit", "verify", id]).await;
     let (stdout, stderr) = output_text(&output);
@@ -63,15 +76,9 @@ async fn events(server: &Server, id: &str) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tampering_is_named_and_exports_verify_offline() {
-    let Some(env) = stack("tampering_is_named_and_exports_verify_offline") else {
+    let Some(env) = tampering_stack("tampering_is_named_and_exports_verify_offline") else {
         return;
     };
-    if std::env::var("HCPFLOW_DATABASE_SUPERUSER_URL").is_err()
-        || std::env::var("HCPFLOW_AUDIT_SIGNING_KEY").is_err()
-    {
-        assert!(std::env::var_os("HCPFLOW_REQUIRE_STACK").is_none());
-        return;
-    }
     let _shared = crate::support::shared().await;
     let prefix = unique("aud");
     let server = Server::start(env.clone(), &prefix, &[]).await;
@@ -328,15 +335,10 @@ async fn verify_trusts_only_the_key_it_is_given_never_the_one_the_server_reports
 /// names the changed event against that signature.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_history_written_here_is_signed_as_written_not_as_stored() {
-    let Some(env) = stack("a_history_written_here_is_signed_as_written_not_as_stored") else {
+    let Some(env) = tampering_stack("a_history_written_here_is_signed_as_written_not_as_stored")
+    else {
         return;
     };
-    if std::env::var("HCPFLOW_DATABASE_SUPERUSER_URL").is_err()
-        || std::env::var("HCPFLOW_AUDIT_SIGNING_KEY").is_err()
-    {
-        assert!(std::env::var_os("HCPFLOW_REQUIRE_STACK").is_none());
-        return;
-    }
     let _shared = crate::support::shared().await;
     let prefix = unique("wit");
     let metrics_addr = format!("127.0.0.1:{}", crate::support::free_port());
