@@ -37,7 +37,8 @@ struct Decision {
     /// A blocked workflow replays again: its status to return to.
     unblocked: Option<WorkflowStatus>,
     /// The history the decision was made on, with the recorded inputs, and its index:
-    /// kept for the next step when the append succeeds.
+    /// kept for the next step (extended by the append, or as it was when nothing was
+    /// appended).
     seen: Option<CachedHistory>,
     /// Activity tasks this process runs itself once the append commits.
     eager: Vec<LocalTask>,
@@ -46,12 +47,13 @@ struct Decision {
 }
 
 impl Decision {
-    fn nothing_to_do() -> Self {
+    /// Nothing to record: the history it looked at is kept as it was.
+    fn nothing_to_do(seen: CachedHistory) -> Self {
         Self {
             blocked: None,
             nothing_to_do: true,
             unblocked: None,
-            seen: None,
+            seen: Some(seen),
             eager: Vec::new(),
             marks: None,
         }
@@ -88,9 +90,12 @@ impl Journal {
             let whole_chain = decision.seen.as_ref().is_some_and(|seen| seen.witnessed);
             self.witnessed.record(id, appended, whole_chain);
         }
-        // The next step of this workflow here starts from what this one appended.
-        if let (Some(appended), Some(seen)) = (&appended, decision.seen.take()) {
-            self.keep_history(seen, appended);
+        // The next step of this workflow here starts from what this one appended, or
+        // from the history it found when it appended nothing.
+        match (&appended, decision.seen.take()) {
+            (Some(appended), Some(seen)) => self.keep_history(seen, appended),
+            (None, Some(seen)) => self.keep_unchanged(seen),
+            (_, None) => {}
         }
         drop(turn);
         self.finish_step(id, appended, decision).await
@@ -104,8 +109,14 @@ impl Journal {
         inputs: &mut (impl FnMut(&WorkflowSummary, &[HistoryEvent]) -> Option<Write> + Send),
     ) -> Result<(Option<Appended>, Decision), StoreError> {
         let now = Utc::now().trunc_subsecs(3);
+        // The head of a chain this process wrote whole, as it cached it: a fresh read
+        // that finds the same head finds that chain still.
+        let mut witnessed_head = None;
         if let Some(cached) = self.history_cache.take(id) {
             let summary = cached.summary.clone();
+            if cached.witnessed {
+                witnessed_head = Some((summary.next_seq, summary.head_hash));
+            }
             // Replaying a long history is milliseconds of CPU, and so is looking through
             // it for the inputs to record.
             let (batch, decision) = off_the_async_workers(cached.history.len(), || {
@@ -138,11 +149,14 @@ impl Journal {
             .store
             .append_locked(id, |summary, stored| {
                 tries += 1;
+                // Read from the database, the chain is this process's own only if its
+                // head is the one this process appended last (the new events chain
+                // from that head, not from the bytes read).
+                let witnessed = witnessed_head == Some((summary.next_seq, summary.head_hash));
                 // Decoding a long history read from the store is CPU work too.
                 off_the_async_workers(stored.len(), || {
                     let history = decode(stored)?;
-                    // Read from the database: not a chain this process wrote whole.
-                    Ok(self.decide(id, summary, (history, false), inputs, now))
+                    Ok(self.decide(id, summary, (history, witnessed), inputs, now))
                 })
             })
             .await?;
@@ -168,7 +182,12 @@ impl Journal {
         now: chrono::DateTime<Utc>,
     ) -> (Option<AppendBatch>, Decision) {
         let Some(write) = inputs(summary, &history) else {
-            return (None, Decision::nothing_to_do());
+            let seen = CachedHistory {
+                summary: summary.clone(),
+                history,
+                witnessed,
+            };
+            return (None, Decision::nothing_to_do(seen));
         };
         // A history's times never go backwards, whatever the clock of the process that
         // appended last (times are whole milliseconds, as the engine's are).
@@ -263,6 +282,15 @@ impl Journal {
         seen.summary.next_seq = appended.next_seq;
         seen.summary.head_hash = appended.head_hash;
         seen.summary.status = status;
+        self.history_cache.put(seen);
+    }
+
+    /// Caches a history a step appended nothing to, unless the workflow ended or waits.
+    fn keep_unchanged(&self, seen: CachedHistory) {
+        let status = seen.summary.status;
+        if status.is_terminal() || status == WorkflowStatus::Pending {
+            return;
+        }
         self.history_cache.put(seen);
     }
 

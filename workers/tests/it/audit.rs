@@ -33,6 +33,14 @@ async fn tamper(env: &[(String, String)], statements: &[String]) {
     }
 }
 
+/// The statement that replaces `from` with `to` in the body of event `seq` of `id`.
+fn body_replaced(id: &str, seq: u64, from: &str, to: &str) -> String {
+    format!(
+        "UPDATE events SET body = convert_to(replace(convert_from(body, 'UTF8'), '{from}', '{to}'), 'UTF8')
+          WHERE workflow_id = '{id}' AND seq = {seq}"
+    )
+}
+
 /// The stack, for a test that tampers with the log and checks signatures: it needs the
 /// superuser's URL and the audit signing key too (a stack that must be there has them).
 fn tampering_stack(test: &str) -> Option<Vec<(String, String)>> {
@@ -109,14 +117,7 @@ async fn tampering_is_named_and_exports_verify_offline() {
 
     // A changed event: the chain breaks there.
     let id = &ids[1];
-    tamper(
-        &env,
-        &[format!(
-            "UPDATE events SET body = convert_to(replace(convert_from(body, 'UTF8'), '\"v\":1', '\"v\":2'), 'UTF8')
-              WHERE workflow_id = '{id}' AND seq = 3"
-        )],
-    )
-    .await;
+    tamper(&env, &[body_replaced(id, 3, "\"v\":1", "\"v\":2")]).await;
     let (ok, text) = verify(&server, id).await;
     assert!(!ok && text.contains("broken at seq 3"), "{text}");
 
@@ -145,10 +146,7 @@ async fn tampering_is_named_and_exports_verify_offline() {
     tamper(
         &env,
         &[
-            format!(
-                "UPDATE events SET body = convert_to(replace(convert_from(body, 'UTF8'), '\"steps\":3', '\"steps\":4'), 'UTF8')
-                  WHERE workflow_id = '{id}' AND seq = 1"
-            ),
+            body_replaced(id, 1, "\"steps\":3", "\"steps\":4"),
             format!(
                 "DO $$ DECLARE r record; prev bytea := decode(repeat('00', 32), 'hex'); BEGIN
                    FOR r IN SELECT seq, body FROM events WHERE workflow_id = '{id}' ORDER BY seq LOOP
@@ -342,7 +340,17 @@ async fn a_history_written_here_is_signed_as_written_not_as_stored() {
     let _shared = crate::support::shared().await;
     let prefix = unique("wit");
     let metrics_addr = format!("127.0.0.1:{}", crate::support::free_port());
-    let server = Server::start(env.clone(), &prefix, &["--metrics-addr", &metrics_addr]).await;
+    let server = Server::start(
+        env.clone(),
+        &prefix,
+        &[
+            "--metrics-addr",
+            &metrics_addr,
+            "--max-signal-bytes",
+            "1000",
+        ],
+    )
+    .await;
     let id = format!("{prefix}-w");
     let started = server
         .start_workflow("noop_wait", &id, json!({"timer_ms": 10, "signal": "go"}))
@@ -361,15 +369,17 @@ async fn a_history_written_here_is_signed_as_written_not_as_stored() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // A step that records nothing (a signal over the limit) keeps the history it found,
+    // and with it the knowledge that this process wrote all of it.
+    let refused = server
+        .api(
+            "signal",
+            json!({"workflow_id": id, "signal": "big", "payload": "x".repeat(2000)}),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], "too_large", "{refused}");
     // The start's input changed behind the engine's back (its stored hash kept).
-    tamper(
-        &env,
-        &[format!(
-            "UPDATE events SET body = convert_to(replace(convert_from(body, 'UTF8'), '\"go\"', '\"no\"'), 'UTF8')
-              WHERE workflow_id = '{id}' AND seq = 1"
-        )],
-    )
-    .await;
+    tamper(&env, &[body_replaced(&id, 1, "\"go\"", "\"no\"")]).await;
     let signalled = server
         .api(
             "signal",
