@@ -16,14 +16,17 @@ pub(crate) mod statement;
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
-use sqlx::PgPool;
+use sqlx::pool::PoolConnection;
+use sqlx::{Connection, PgPool, Postgres};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use crate::append::statement::write_start;
 use crate::append::{verdict_result, write_one, AppendBatch, Appended, IndexAt, NewWorkflow};
 use crate::error::{is_claim_lost, Error, Result};
+use crate::store::IDLE_BEFORE_PING;
 use hcpflow_engine::WorkflowStatus;
 use statement::{write_group, Member};
 
@@ -76,7 +79,7 @@ impl GroupStats {
 /// The handle appends are sent through; the dispatcher ends when it is dropped.
 #[derive(Debug)]
 pub(crate) struct GroupCommit {
-    pool: PgPool,
+    connections: Arc<WriterConnections>,
     requests: mpsc::UnboundedSender<Request>,
     /// The writers: one held by each group being written, the dispatcher's or an
     /// append's own.
@@ -90,14 +93,18 @@ impl GroupCommit {
     /// Starts the dispatcher on the current Tokio runtime.
     pub(crate) fn start(pool: PgPool, writers: usize) -> Self {
         let (requests, queue) = mpsc::unbounded_channel();
+        let connections = Arc::new(WriterConnections {
+            pool,
+            kept: Mutex::new(Vec::new()),
+        });
         let dispatcher = Dispatcher {
-            pool: pool.clone(),
+            connections: connections.clone(),
             writers: Arc::new(Semaphore::new(writers.max(1))),
             queued: Arc::new(AtomicUsize::new(0)),
             stats: Arc::new(GroupStats::default()),
         };
         let handle = Self {
-            pool,
+            connections,
             requests,
             writers: dispatcher.writers.clone(),
             queued: dispatcher.queued.clone(),
@@ -118,8 +125,10 @@ impl GroupCommit {
         if self.queued.load(Ordering::Acquire) == 0 {
             if let Ok(_writer) = self.writers.try_acquire() {
                 self.stats.count(1);
-                let mut conn = self.pool.acquire().await?;
-                return write_alone(&mut conn, &batch, &index, chained).await;
+                let mut conn = self.connections.take().await?;
+                let written = write_alone(&mut conn, &batch, &index, chained).await;
+                self.connections.give_back(conn, &written);
+                return written;
             }
         }
         let (reply, answer) = oneshot::channel();
@@ -141,7 +150,7 @@ impl GroupCommit {
 
 /// Forms groups of different workflows and hands each to a free writer.
 struct Dispatcher {
-    pool: PgPool,
+    connections: Arc<WriterConnections>,
     writers: Arc<Semaphore>,
     queued: Arc<AtomicUsize>,
     stats: Arc<GroupStats>,
@@ -166,10 +175,10 @@ impl Dispatcher {
             // What is left (in `later` or the channel) keeps later appends queueing.
             self.queued.fetch_sub(group.len(), Ordering::AcqRel);
             self.stats.count(group.len());
-            let pool = self.pool.clone();
+            let connections = self.connections.clone();
             let stats = self.stats.clone();
             tokio::spawn(async move {
-                write(&pool, &stats, group).await;
+                write(&connections, &stats, group).await;
                 drop(writer);
             });
         }
@@ -208,7 +217,7 @@ impl Dispatcher {
 
 /// Writes a group in id order and answers each append; a group that fails as a whole
 /// is written again one append at a time.
-async fn write(pool: &PgPool, stats: &GroupStats, mut group: Vec<Request>) {
+async fn write(connections: &WriterConnections, stats: &GroupStats, mut group: Vec<Request>) {
     group.sort_by(|a, b| a.batch.workflow_id.cmp(&b.batch.workflow_id));
     if group.len() > 1 {
         let members: Vec<Member<'_>> = group
@@ -219,9 +228,13 @@ async fn write(pool: &PgPool, stats: &GroupStats, mut group: Vec<Request>) {
                 chained: &request.chained,
             })
             .collect();
-        let written = match pool.acquire().await {
-            Ok(mut conn) => write_group(&mut conn, &members).await,
-            Err(error) => Err(error.into()),
+        let written = match connections.take().await {
+            Ok(mut conn) => {
+                let written = write_group(&mut conn, &members).await;
+                connections.give_back(conn, &written);
+                written
+            }
+            Err(error) => Err(error),
         };
         match written {
             Ok(verdicts) => {
@@ -244,14 +257,55 @@ async fn write(pool: &PgPool, stats: &GroupStats, mut group: Vec<Request>) {
         }
     }
     for request in group {
-        let result = match pool.acquire().await {
+        let result = match connections.take().await {
             Ok(mut conn) => {
                 let chained = request.chained.clone();
-                write_alone(&mut conn, &request.batch, &request.index, chained).await
+                let written = write_alone(&mut conn, &request.batch, &request.index, chained).await;
+                connections.give_back(conn, &written);
+                written
             }
-            Err(error) => Err(error.into()),
+            Err(error) => Err(error),
         };
         let _ = request.reply.send(result);
+    }
+}
+
+/// The connections the writers write with, kept between writes rather than handed
+/// back to the pool: sqlx tests a connection on its way back with a round trip, which at
+/// one write per step would be a second round trip (and a Postgres wakeup) per step.
+/// At most one per writer is kept: each is taken and given back by a writer's holder.
+#[derive(Debug)]
+struct WriterConnections {
+    pool: PgPool,
+    kept: Mutex<Vec<(PoolConnection<Postgres>, Instant)>>,
+}
+
+impl WriterConnections {
+    /// A kept connection, checked first if it sat idle (as the pool checks its own:
+    /// Postgres may have restarted meanwhile), or one from the pool.
+    async fn take(&self) -> Result<PoolConnection<Postgres>> {
+        let kept = self.kept.lock().ok().and_then(|mut kept| kept.pop());
+        if let Some((mut conn, last_used)) = kept {
+            if last_used.elapsed() < IDLE_BEFORE_PING || conn.ping().await.is_ok() {
+                return Ok(conn);
+            }
+            conn.close_on_drop();
+        }
+        Ok(self.pool.acquire().await?)
+    }
+
+    /// Keeps `conn` for the next write, unless its write failed in a way that may have
+    /// left it broken: then it goes back to the pool, which tests it (and replaces it).
+    fn give_back<T>(&self, conn: PoolConnection<Postgres>, written: &Result<T>) {
+        let sound = matches!(
+            written,
+            Ok(_) | Err(Error::Conflict { .. } | Error::ClaimLost { .. })
+        );
+        if sound {
+            if let Ok(mut kept) = self.kept.lock() {
+                kept.push((conn, Instant::now()));
+            }
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::group::{GroupCommit, GroupStats};
 
 /// How long a pooled connection may sit unused before it is pinged on its next use.
-const IDLE_BEFORE_PING: Duration = Duration::from_secs(1);
+pub(crate) const IDLE_BEFORE_PING: Duration = Duration::from_secs(1);
 
 /// Entry point for every event store operation. Cheap to clone (it shares one pool).
 #[derive(Debug, Clone)]
