@@ -17,7 +17,7 @@ pub(crate) mod statement;
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use sqlx::pool::PoolConnection;
 use sqlx::{Connection, PgPool, Postgres};
@@ -125,9 +125,9 @@ impl GroupCommit {
         if self.queued.load(Ordering::Acquire) == 0 {
             if let Ok(_writer) = self.writers.try_acquire() {
                 self.stats.count(1);
-                let mut conn = self.connections.take().await?;
-                let written = write_alone(&mut conn, &batch, &index, chained).await;
-                self.connections.give_back(conn, &written);
+                let mut kept = self.connections.take().await?;
+                let written = write_alone(&mut kept.conn, &batch, &index, chained).await;
+                self.connections.give_back(kept, &written);
                 return written;
             }
         }
@@ -229,9 +229,9 @@ async fn write(connections: &WriterConnections, stats: &GroupStats, mut group: V
             })
             .collect();
         let written = match connections.take().await {
-            Ok(mut conn) => {
-                let written = write_group(&mut conn, &members).await;
-                connections.give_back(conn, &written);
+            Ok(mut kept) => {
+                let written = write_group(&mut kept.conn, &members).await;
+                connections.give_back(kept, &written);
                 written
             }
             Err(error) => Err(error),
@@ -258,10 +258,11 @@ async fn write(connections: &WriterConnections, stats: &GroupStats, mut group: V
     }
     for request in group {
         let result = match connections.take().await {
-            Ok(mut conn) => {
+            Ok(mut kept) => {
                 let chained = request.chained.clone();
-                let written = write_alone(&mut conn, &request.batch, &request.index, chained).await;
-                connections.give_back(conn, &written);
+                let written =
+                    write_alone(&mut kept.conn, &request.batch, &request.index, chained).await;
+                connections.give_back(kept, &written);
                 written
             }
             Err(error) => Err(error),
@@ -277,33 +278,61 @@ async fn write(connections: &WriterConnections, stats: &GroupStats, mut group: V
 #[derive(Debug)]
 struct WriterConnections {
     pool: PgPool,
-    kept: Mutex<Vec<(PoolConnection<Postgres>, Instant)>>,
+    kept: Mutex<Vec<Kept>>,
 }
+
+/// A connection kept between writes.
+#[derive(Debug)]
+struct Kept {
+    conn: PoolConnection<Postgres>,
+    /// When the writers took it from the pool.
+    taken_at: Instant,
+    last_used: Instant,
+}
+
+/// How long a connection is kept at most before it goes back to the pool, which then
+/// applies its own rules (its lifetime, its idle timeout) to it.
+const KEEP_AT_MOST: Duration = Duration::from_secs(60);
 
 impl WriterConnections {
     /// A kept connection, checked first if it sat idle (as the pool checks its own:
     /// Postgres may have restarted meanwhile), or one from the pool.
-    async fn take(&self) -> Result<PoolConnection<Postgres>> {
+    async fn take(&self) -> Result<Kept> {
         let kept = self.kept.lock().ok().and_then(|mut kept| kept.pop());
-        if let Some((mut conn, last_used)) = kept {
-            if last_used.elapsed() < IDLE_BEFORE_PING || conn.ping().await.is_ok() {
-                return Ok(conn);
+        if let Some(mut kept) = kept {
+            if kept.last_used.elapsed() < IDLE_BEFORE_PING {
+                return Ok(kept);
             }
-            conn.close_on_drop();
+            // Bounded as the pool's own check is: a connection to a host that went
+            // silent must not hold a writer for as long as TCP takes to give up.
+            let timeout = self.pool.options().get_acquire_timeout();
+            if let Ok(Ok(())) = tokio::time::timeout(timeout, kept.conn.ping()).await {
+                return Ok(kept);
+            }
+            kept.conn.close_on_drop();
         }
-        Ok(self.pool.acquire().await?)
+        let now = Instant::now();
+        Ok(Kept {
+            conn: self.pool.acquire().await?,
+            taken_at: now,
+            last_used: now,
+        })
     }
 
-    /// Keeps `conn` for the next write, unless its write failed in a way that may have
-    /// left it broken: then it goes back to the pool, which tests it (and replaces it).
-    fn give_back<T>(&self, conn: PoolConnection<Postgres>, written: &Result<T>) {
+    /// Keeps the connection for the next write, unless its write failed in a way that
+    /// may have left it broken (then the pool tests it, and replaces it), it was kept
+    /// long enough, or the pool has no other connection left to lend.
+    fn give_back<T>(&self, mut kept: Kept, written: &Result<T>) {
         let sound = matches!(
             written,
             Ok(_) | Err(Error::Conflict { .. } | Error::ClaimLost { .. })
         );
-        if sound {
-            if let Ok(mut kept) = self.kept.lock() {
-                kept.push((conn, Instant::now()));
+        let pool_has_room = self.pool.num_idle() > 0
+            || self.pool.size() < self.pool.options().get_max_connections();
+        if sound && pool_has_room && kept.taken_at.elapsed() < KEEP_AT_MOST {
+            kept.last_used = Instant::now();
+            if let Ok(mut connections) = self.kept.lock() {
+                connections.push(kept);
             }
         }
     }

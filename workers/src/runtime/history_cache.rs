@@ -1,12 +1,12 @@
-//! Histories this process appended to last, kept decoded so that the next step of the
+//! Histories this process stepped last, kept decoded so that the next step of the
 //! same workflow neither reads nor decodes its history: it decides on the cached copy
 //! and appends with [`hcpflow_eventstore::EventStore::append_known`], whose optimistic
 //! check turns a stale copy into a conflict (and a fresh read), never a wrong append.
 //!
 //! A step takes its workflow's entry out ([`HistoryCache::take`]: one step uses it at a
 //! time, and a miss only means "read the history from the database") and puts the
-//! extended history back after its append commits ([`HistoryCache::put`], which
-//! replaces whatever is there).
+//! extended history back after its append commits, or the history it found when it
+//! had nothing to append ([`HistoryCache::put`], which replaces whatever is there).
 //!
 //! # Bound: bytes, not histories
 //!
@@ -66,13 +66,14 @@ const SHARDS: usize = 8;
 /// as many as there are steps in flight, far fewer than this.
 const TAKEN_CAPACITY: usize = 4096;
 
-/// A workflow's index row and whole history as of this process's last append.
+/// A workflow's index row and whole history as of this process's last step of it.
 #[derive(Debug, Clone)]
 pub struct CachedHistory {
     pub summary: WorkflowSummary,
     pub history: Vec<HistoryEvent>,
-    /// Every event of it was appended by this process (none read from the database):
-    /// its head is one this process computed (see `witnessed.rs`).
+    /// Every event of it was appended by this process: its head is one this process
+    /// computed (see `witnessed.rs`). A history read from the database keeps this only
+    /// when the head read is the one this process cached as witnessed.
     pub witnessed: bool,
 }
 

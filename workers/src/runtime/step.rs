@@ -10,7 +10,7 @@
 
 use chrono::{SubsecRound, Utc};
 use hcpflow_engine::event::HistoryEvent;
-use hcpflow_engine::{ExecError, OsEntropy, Seq, Timestamp, WorkflowId, WorkflowStatus};
+use hcpflow_engine::{ChainHash, ExecError, OsEntropy, Seq, Timestamp, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::{
     AppendBatch, Appended, Error as StoreError, StoredEvent, WorkflowSummary,
 };
@@ -73,9 +73,9 @@ impl Journal {
     /// record (with their ledger rows and timers in `Write`), or `None` to record
     /// nothing; with no inputs the step only runs the workflow code.
     ///
-    /// The history comes from this process's cache when its last append was ours, and
-    /// is read otherwise; `inputs` may be called more than once (a stale cache, a lost
-    /// race), each time on a newer history.
+    /// The history comes from this process's cache when its last append (or its last
+    /// step that appended nothing) was ours, and is read otherwise; `inputs` may be
+    /// called more than once (a stale cache, a lost race), each time on a newer history.
     ///
     /// Steps of one workflow in this process take turns (see `step_gate.rs`), so that
     /// each starts from the history the one before it cached.
@@ -145,10 +145,16 @@ impl Journal {
         }
         // A second call of the closure below means the first try lost a race.
         let mut tries = 0u32;
+        // Whether the index row read ends where the log read does: an append checks so
+        // itself, a history kept for the next step without an append must be checked.
+        let mut index_matches_log = false;
         let (appended, decision) = self
             .store
             .append_locked(id, |summary, stored| {
                 tries += 1;
+                index_matches_log = stored.last().map_or(ChainHash::GENESIS, |e| e.hash)
+                    == summary.head_hash
+                    && stored.last().map_or(Seq::FIRST, |e| e.seq.next()) == summary.next_seq;
                 // Read from the database, the chain is this process's own only if its
                 // head is the one this process appended last (the new events chain
                 // from that head, not from the bytes read).
@@ -165,7 +171,11 @@ impl Journal {
         }
         let decision = match appended {
             Some(_) => decision.committed(),
-            None => decision,
+            None if index_matches_log => decision,
+            None => Decision {
+                seen: None,
+                ..decision
+            },
         };
         Ok((appended, decision))
     }
@@ -291,7 +301,8 @@ impl Journal {
         if status.is_terminal() || status == WorkflowStatus::Pending {
             return;
         }
-        self.history_cache.put(seen);
+        // Measuring a history read from the database serialises every event of it.
+        off_the_async_workers(seen.history.len(), || self.history_cache.put(seen));
     }
 
     /// Publishes what the append wrote (runs here what it claimed) and wakes a

@@ -1,14 +1,15 @@
 //! Heads this process computed itself: for a workflow whose every event was appended
 //! here (created here, each step decided on the history this process cached from its
-//! own appends), the journal remembers the head it committed — the seq, the chain hash
+//! own appends, or on a fresh read that found exactly the head this process cached),
+//! the journal remembers the head it committed — the seq, the chain hash
 //! it computed over the bytes it wrote, and whether that event ends the workflow.
 //!
 //! The checkpointer signs such a head without reading the history back: what it signs
 //! is the hash of the bytes this process wrote, so an event changed in the database
 //! meanwhile is not signed over — `audit verify` names it against the signed head. It
 //! vouches only for the exact head the index row shows; any other (an append by another
-//! process, a history this process read from the database, an index row moved behind
-//! the engine's back) is verified in full, as before.
+//! process, a history this process read from the database with a head it had not
+//! cached as its own, an index row moved behind the engine's back) is verified in full.
 //!
 //! Bounded: at most [`CAPACITY`] heads, roughly the oldest evicted first (an evicted
 //! head costs one verification). Recording is off until the process's
