@@ -31,6 +31,16 @@ pub struct WorkflowSummary {
     pub tenant: TenantId,
 }
 
+impl WorkflowSummary {
+    /// Whether the index row ends where `events` (the whole log, read with it) does:
+    /// its next seq follows their last, and its head hash is their last event's hash.
+    pub fn agrees_with_log(&self, events: &[crate::StoredEvent]) -> bool {
+        let last = events.last();
+        last.map_or(ChainHash::GENESIS, |event| event.hash) == self.head_hash
+            && last.map_or(Seq::FIRST, |event| event.seq.next()) == self.next_seq
+    }
+}
+
 /// Which workflows to list; every set field must match.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WorkflowFilter {

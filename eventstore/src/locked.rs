@@ -199,15 +199,14 @@ fn check_start(
             summary.next_seq
         )));
     }
-    let prev = events.last().map_or(ChainHash::GENESIS, |e| e.hash);
-    if prev != summary.head_hash {
+    if !summary.agrees_with_log(events) {
         return Err(Error::Corrupt {
             workflow_id: workflow_id.to_string(),
             seq: summary.next_seq.get().saturating_sub(1),
-            reason: "the index head hash differs from the last event's hash".into(),
+            reason: "the index head differs from the log's last event".into(),
         });
     }
-    Ok(prev)
+    Ok(summary.head_hash)
 }
 
 /// The index columns of a joined row (the first 14, in `SELECT_INDEX` order).

@@ -10,7 +10,7 @@
 
 use chrono::{SubsecRound, Utc};
 use hcpflow_engine::event::HistoryEvent;
-use hcpflow_engine::{ChainHash, ExecError, OsEntropy, Seq, Timestamp, WorkflowId, WorkflowStatus};
+use hcpflow_engine::{ExecError, OsEntropy, Seq, Timestamp, WorkflowId, WorkflowStatus};
 use hcpflow_eventstore::{
     AppendBatch, Appended, Error as StoreError, StoredEvent, WorkflowSummary,
 };
@@ -145,16 +145,14 @@ impl Journal {
         }
         // A second call of the closure below means the first try lost a race.
         let mut tries = 0u32;
-        // Whether the index row read ends where the log read does: an append checks so
-        // itself, a history kept for the next step without an append must be checked.
+        // An append checks that the index row read ends where the log read does; a
+        // history kept for the next step without an append is checked here.
         let mut index_matches_log = false;
         let (appended, decision) = self
             .store
             .append_locked(id, |summary, stored| {
                 tries += 1;
-                index_matches_log = stored.last().map_or(ChainHash::GENESIS, |e| e.hash)
-                    == summary.head_hash
-                    && stored.last().map_or(Seq::FIRST, |e| e.seq.next()) == summary.next_seq;
+                index_matches_log = summary.agrees_with_log(stored);
                 // Read from the database, the chain is this process's own only if its
                 // head is the one this process appended last (the new events chain
                 // from that head, not from the bytes read).
@@ -282,7 +280,7 @@ impl Journal {
     /// Caches the history an append extended, unless the workflow ended or waits.
     pub(crate) fn keep_history(&self, mut seen: CachedHistory, appended: &Appended) {
         let status = appended.status.unwrap_or(seen.summary.status);
-        if status.is_terminal() || status == WorkflowStatus::Pending {
+        if !steps_again_here(status) {
             return;
         }
         debug_assert_eq!(
@@ -297,8 +295,7 @@ impl Journal {
 
     /// Caches a history a step appended nothing to, unless the workflow ended or waits.
     fn keep_unchanged(&self, seen: CachedHistory) {
-        let status = seen.summary.status;
-        if status.is_terminal() || status == WorkflowStatus::Pending {
+        if !steps_again_here(seen.summary.status) {
             return;
         }
         // Measuring a history read from the database serialises every event of it.
@@ -316,6 +313,12 @@ impl Journal {
             }
         }
     }
+}
+
+/// Whether a workflow with this status has a next step for the cache to serve: not one
+/// that ended, nor one waiting for its turn (promoted, it is read afresh).
+fn steps_again_here(status: WorkflowStatus) -> bool {
+    !status.is_terminal() && status != WorkflowStatus::Pending
 }
 
 fn decode(stored: &[StoredEvent]) -> Result<Vec<HistoryEvent>, StoreError> {
