@@ -127,7 +127,7 @@ impl GroupCommit {
                 self.stats.count(1);
                 let mut kept = self.connections.take().await?;
                 let written = write_alone(&mut kept.conn, &batch, &index, chained).await;
-                self.connections.give_back(kept, &written);
+                self.connections.give_back(kept, &written).await;
                 return written;
             }
         }
@@ -231,7 +231,7 @@ async fn write(connections: &WriterConnections, stats: &GroupStats, mut group: V
         let written = match connections.take().await {
             Ok(mut kept) => {
                 let written = write_group(&mut kept.conn, &members).await;
-                connections.give_back(kept, &written);
+                connections.give_back(kept, &written).await;
                 written
             }
             Err(error) => Err(error),
@@ -262,7 +262,7 @@ async fn write(connections: &WriterConnections, stats: &GroupStats, mut group: V
                 let chained = request.chained.clone();
                 let written =
                     write_alone(&mut kept.conn, &request.batch, &request.index, chained).await;
-                connections.give_back(kept, &written);
+                connections.give_back(kept, &written).await;
                 written
             }
             Err(error) => Err(error),
@@ -290,6 +290,19 @@ struct Kept {
     last_used: Instant,
 }
 
+/// Set on a connection while the writers hold it: its statements look rows up by key
+/// only, and must keep doing so as the tables grow. Postgres plans a prepared statement
+/// once per connection (a generic plan, after five custom ones) and keeps that plan
+/// until the table is analyzed again; planned on the near-empty tables of a new
+/// database, the writers' statements scanned `workflows` and `attempt_claims` whole,
+/// and kept doing so, at thousands of rows, for as long as autovacuum left the tables
+/// unanalyzed (measured: three quarters of the group statement's time). With
+/// sequential scans off the planner takes the primary keys whatever the tables' size.
+const KEYED_PLANS_ONLY: &str = "SET enable_seqscan = off";
+
+/// Undoes [`KEYED_PLANS_ONLY`] before a connection goes back to the pool.
+const ANY_PLANS: &str = "RESET enable_seqscan";
+
 /// How long a connection is kept at most before it goes back to the pool, which then
 /// applies its own rules (its lifetime, its idle timeout) to it.
 const KEEP_AT_MOST: Duration = Duration::from_secs(60);
@@ -311,9 +324,11 @@ impl WriterConnections {
             }
             kept.conn.close_on_drop();
         }
+        let mut conn = self.pool.acquire().await?;
+        sqlx::query(KEYED_PLANS_ONLY).execute(&mut *conn).await?;
         let now = Instant::now();
         Ok(Kept {
-            conn: self.pool.acquire().await?,
+            conn,
             taken_at: now,
             last_used: now,
         })
@@ -322,7 +337,7 @@ impl WriterConnections {
     /// Keeps the connection for the next write, unless its write failed in a way that
     /// may have left it broken (then the pool tests it, and replaces it), it was kept
     /// long enough, or the pool has no other connection left to lend.
-    fn give_back<T>(&self, mut kept: Kept, written: &Result<T>) {
+    async fn give_back<T>(&self, mut kept: Kept, written: &Result<T>) {
         let sound = matches!(
             written,
             Ok(_) | Err(Error::Conflict { .. } | Error::ClaimLost { .. })
@@ -333,7 +348,15 @@ impl WriterConnections {
             kept.last_used = Instant::now();
             if let Ok(mut connections) = self.kept.lock() {
                 connections.push(kept);
+                return;
             }
+        }
+        // The pool's other users plan as Postgres likes; a connection that cannot be
+        // told so (its write may have broken it) is closed rather than lent.
+        let reset = sqlx::query(ANY_PLANS).execute(&mut *kept.conn);
+        let timeout = self.pool.options().get_acquire_timeout();
+        if !matches!(tokio::time::timeout(timeout, reset).await, Ok(Ok(_))) {
+            kept.conn.close_on_drop();
         }
     }
 }

@@ -354,3 +354,36 @@ async fn starts_share_a_group_with_appends_and_a_duplicate_fails_alone() {
     assert_eq!(store.read_full_history(&existing).await.unwrap().len(), 1);
     assert_eq!(appended.unwrap().next_seq, Seq::new(4).unwrap());
 }
+
+#[tokio::test]
+async fn a_writer_hands_its_connection_back_planning_as_the_pool_does() {
+    let Some((stack, _)) =
+        store("a_writer_hands_its_connection_back_planning_as_the_pool_does").await
+    else {
+        return;
+    };
+    // One connection: the writer cannot keep it, and must hand it back after each write.
+    let store = EventStore::connect(&stack.app_url, 1)
+        .await
+        .unwrap()
+        .with_group_commit(1);
+    let id = workflow_with_events(&store, "group-lend", 1).await;
+    for _ in 0..3 {
+        let summary = store.get_workflow(&id).await.unwrap();
+        store
+            .append_known(&summary, &batch_on(&summary, 0))
+            .await
+            .unwrap();
+        // The writer plans by key only while it holds the connection.
+        let planner: String = sqlx::query_scalar("SHOW enable_seqscan")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(planner, "on");
+    }
+    assert_eq!(
+        store.get_workflow(&id).await.unwrap().next_seq,
+        Seq::new(8).unwrap()
+    );
+    store.verify_history(&id).await.unwrap();
+}
