@@ -288,6 +288,17 @@ struct Kept {
     /// When the writers took it from the pool.
     taken_at: Instant,
     last_used: Instant,
+    /// Whether it may still plan with [`KEYED_PLANS_ONLY`]: dropped so (its write
+    /// cancelled, its reset failed, the store closing), it is closed, never lent.
+    keyed: bool,
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        if self.keyed {
+            self.conn.close_on_drop();
+        }
+    }
 }
 
 /// Set on a connection while the writers hold it: its statements look rows up by key
@@ -322,16 +333,18 @@ impl WriterConnections {
             if let Ok(Ok(())) = tokio::time::timeout(timeout, kept.conn.ping()).await {
                 return Ok(kept);
             }
-            kept.conn.close_on_drop();
         }
-        let mut conn = self.pool.acquire().await?;
-        sqlx::query(KEYED_PLANS_ONLY).execute(&mut *conn).await?;
         let now = Instant::now();
-        Ok(Kept {
-            conn,
+        let mut kept = Kept {
+            conn: self.pool.acquire().await?,
             taken_at: now,
             last_used: now,
-        })
+            keyed: true,
+        };
+        sqlx::query(KEYED_PLANS_ONLY)
+            .execute(&mut *kept.conn)
+            .await?;
+        Ok(kept)
     }
 
     /// Keeps the connection for the next write, unless its write failed in a way that
@@ -355,8 +368,8 @@ impl WriterConnections {
         // told so (its write may have broken it) is closed rather than lent.
         let reset = sqlx::query(ANY_PLANS).execute(&mut *kept.conn);
         let timeout = self.pool.options().get_acquire_timeout();
-        if !matches!(tokio::time::timeout(timeout, reset).await, Ok(Ok(_))) {
-            kept.conn.close_on_drop();
+        if let Ok(Ok(_)) = tokio::time::timeout(timeout, reset).await {
+            kept.keyed = false;
         }
     }
 }
