@@ -127,7 +127,7 @@ impl GroupCommit {
                 self.stats.count(1);
                 let mut kept = self.connections.take().await?;
                 let written = write_alone(&mut kept.conn, &batch, &index, chained).await;
-                self.connections.give_back(kept, &written).await;
+                self.connections.give_back(kept, &written);
                 return written;
             }
         }
@@ -231,7 +231,7 @@ async fn write(connections: &WriterConnections, stats: &GroupStats, mut group: V
         let written = match connections.take().await {
             Ok(mut kept) => {
                 let written = write_group(&mut kept.conn, &members).await;
-                connections.give_back(kept, &written).await;
+                connections.give_back(kept, &written);
                 written
             }
             Err(error) => Err(error),
@@ -262,7 +262,7 @@ async fn write(connections: &WriterConnections, stats: &GroupStats, mut group: V
                 let chained = request.chained.clone();
                 let written =
                     write_alone(&mut kept.conn, &request.batch, &request.index, chained).await;
-                connections.give_back(kept, &written).await;
+                connections.give_back(kept, &written);
                 written
             }
             Err(error) => Err(error),
@@ -303,16 +303,21 @@ impl Drop for Kept {
 
 /// Set on a connection while the writers hold it: its statements look rows up by key
 /// only, and must keep doing so as the tables grow. Postgres plans a prepared statement
-/// once per connection (a generic plan, after five custom ones) and keeps that plan
-/// until the table is analyzed again; planned on the near-empty tables of a new
-/// database, the writers' statements scanned `workflows` and `attempt_claims` whole,
-/// and kept doing so, at thousands of rows, for as long as autovacuum left the tables
+/// once per connection and may keep a generic plan until the table is analyzed (or
+/// vacuumed, or altered) again; planned on the near-empty tables of a new database,
+/// the writers' statements scanned `workflows` and `attempt_claims` whole, and kept
+/// doing so, at thousands of rows, for as long as autovacuum left the tables
 /// unanalyzed (measured: three quarters of the group statement's time). With
-/// sequential scans off the planner takes the primary keys whatever the tables' size.
+/// sequential scans discouraged the planner takes the primary keys whatever the tables'
+/// size. (A plan the connection cached before the writers took it stays as it was.)
 const KEYED_PLANS_ONLY: &str = "SET enable_seqscan = off";
 
 /// Undoes [`KEYED_PLANS_ONLY`] before a connection goes back to the pool.
 const ANY_PLANS: &str = "RESET enable_seqscan";
+
+/// How long the reset of a connection going back to the pool may take before the
+/// connection is closed instead.
+const RESET_WITHIN: Duration = Duration::from_secs(1);
 
 /// How long a connection is kept at most before it goes back to the pool, which then
 /// applies its own rules (its lifetime, its idle timeout) to it.
@@ -348,16 +353,21 @@ impl WriterConnections {
     }
 
     /// Keeps the connection for the next write, unless its write failed in a way that
-    /// may have left it broken (then the pool tests it, and replaces it), it was kept
-    /// long enough, or the pool has no other connection left to lend.
-    async fn give_back<T>(&self, mut kept: Kept, written: &Result<T>) {
+    /// may have left it broken (then it is closed, and the pool opens another), it was
+    /// kept long enough, or the pool has no other connection left to lend. One that goes
+    /// back to the pool is reset first, by a task of its own: the appends it wrote are
+    /// answered meanwhile.
+    fn give_back<T>(&self, mut kept: Kept, written: &Result<T>) {
         let sound = matches!(
             written,
             Ok(_) | Err(Error::Conflict { .. } | Error::ClaimLost { .. })
         );
+        if !sound {
+            return;
+        }
         let pool_has_room = self.pool.num_idle() > 0
             || self.pool.size() < self.pool.options().get_max_connections();
-        if sound && pool_has_room && kept.taken_at.elapsed() < KEEP_AT_MOST {
+        if pool_has_room && kept.taken_at.elapsed() < KEEP_AT_MOST {
             kept.last_used = Instant::now();
             if let Ok(mut connections) = self.kept.lock() {
                 connections.push(kept);
@@ -365,12 +375,14 @@ impl WriterConnections {
             }
         }
         // The pool's other users plan as Postgres likes; a connection that cannot be
-        // told so (its write may have broken it) is closed rather than lent.
-        let reset = sqlx::query(ANY_PLANS).execute(&mut *kept.conn);
-        let timeout = self.pool.options().get_acquire_timeout();
-        if let Ok(Ok(_)) = tokio::time::timeout(timeout, reset).await {
-            kept.keyed = false;
-        }
+        // told so in time is closed rather than lent.
+        tokio::spawn(async move {
+            let reset = sqlx::query(ANY_PLANS).execute(&mut *kept.conn);
+            if let Ok(Ok(_)) = tokio::time::timeout(RESET_WITHIN, reset).await {
+                kept.keyed = false;
+            }
+            drop(kept);
+        });
     }
 }
 

@@ -368,6 +368,7 @@ async fn a_writer_hands_its_connection_back_planning_as_the_pool_does() {
         .unwrap()
         .with_group_commit(1);
     let id = workflow_with_events(&store, "group-lend", 1).await;
+    let mut backends = std::collections::BTreeSet::new();
     for _ in 0..3 {
         let summary = store.get_workflow(&id).await.unwrap();
         store
@@ -375,15 +376,58 @@ async fn a_writer_hands_its_connection_back_planning_as_the_pool_does() {
             .await
             .unwrap();
         // The writer plans by key only while it holds the connection.
-        let planner: String = sqlx::query_scalar("SHOW enable_seqscan")
-            .fetch_one(store.pool())
-            .await
-            .unwrap();
+        let (planner, backend): (String, i32) =
+            sqlx::query_as("SELECT current_setting('enable_seqscan'), pg_backend_pid()")
+                .fetch_one(store.pool())
+                .await
+                .unwrap();
         assert_eq!(planner, "on");
+        backends.insert(backend);
     }
+    assert_eq!(
+        backends.len(),
+        1,
+        "the connection was reset and lent, not replaced"
+    );
     assert_eq!(
         store.get_workflow(&id).await.unwrap().next_seq,
         Seq::new(8).unwrap()
     );
     store.verify_history(&id).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_write_given_up_midway_never_lends_its_connection_planning_by_key() {
+    let Some((stack, _)) =
+        store("a_write_given_up_midway_never_lends_its_connection_planning_by_key").await
+    else {
+        return;
+    };
+    let store = EventStore::connect(&stack.app_url, 1)
+        .await
+        .unwrap()
+        .with_group_commit(1);
+    let id = workflow_with_events(&store, "group-cancel", 1).await;
+    let summary = store.get_workflow(&id).await.unwrap();
+    // Another session holds the index row: the append waits on it, and is given up.
+    let other = crate::support::pool(&stack.app_url).await;
+    let mut locker = other.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE")
+        .bind(id.as_str())
+        .execute(&mut *locker)
+        .await
+        .unwrap();
+    let batch = batch_on(&summary, 0);
+    let given_up = tokio::time::timeout(
+        Duration::from_millis(300),
+        store.append_known(&summary, &batch),
+    )
+    .await;
+    assert!(given_up.is_err(), "the append waited on the lock");
+    locker.commit().await.unwrap();
+    let planner: String = sqlx::query_scalar("SHOW enable_seqscan")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(planner, "on");
 }
