@@ -338,6 +338,7 @@ impl WriterConnections {
             if let Ok(Ok(())) = tokio::time::timeout(timeout, kept.conn.ping()).await {
                 return Ok(kept);
             }
+            // Dropped here, it is closed (see `Kept`'s drop).
         }
         let now = Instant::now();
         let mut kept = Kept {

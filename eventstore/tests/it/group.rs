@@ -12,7 +12,7 @@ use hcpflow_eventstore::{
     WorkflowSummary,
 };
 
-use crate::support::{event, store, workflow_with_events};
+use crate::support::{event, store, workflow_with_events, Stack};
 
 async fn grouped(test: &str) -> Option<EventStore> {
     let (_, store) = store(test).await?;
@@ -355,19 +355,33 @@ async fn starts_share_a_group_with_appends_and_a_duplicate_fails_alone() {
     assert_eq!(appended.unwrap().next_seq, Seq::new(4).unwrap());
 }
 
-#[tokio::test]
-async fn a_writer_hands_its_connection_back_planning_as_the_pool_does() {
-    let Some((stack, _)) =
-        store("a_writer_hands_its_connection_back_planning_as_the_pool_does").await
-    else {
-        return;
-    };
-    // One connection: the writer cannot keep it, and must hand it back after each write.
+/// A store on one pooled connection, whose one writer therefore cannot keep it and
+/// hands it back after each write; the stack's URLs; and a workflow of one event.
+async fn on_one_connection(test: &str) -> Option<(Stack, EventStore, WorkflowId)> {
+    let (stack, _) = store(test).await?;
     let store = EventStore::connect(&stack.app_url, 1)
         .await
         .unwrap()
         .with_group_commit(1);
     let id = workflow_with_events(&store, "group-lend", 1).await;
+    Some((stack, store, id))
+}
+
+/// `enable_seqscan` and the backend of the connection the pool lends next.
+async fn lent_planner(store: &EventStore) -> (String, i32) {
+    sqlx::query_as("SELECT current_setting('enable_seqscan'), pg_backend_pid()")
+        .fetch_one(store.pool())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_writer_hands_its_connection_back_planning_as_the_pool_does() {
+    let Some((_, store, id)) =
+        on_one_connection("a_writer_hands_its_connection_back_planning_as_the_pool_does").await
+    else {
+        return;
+    };
     let mut backends = std::collections::BTreeSet::new();
     for _ in 0..3 {
         let summary = store.get_workflow(&id).await.unwrap();
@@ -376,11 +390,7 @@ async fn a_writer_hands_its_connection_back_planning_as_the_pool_does() {
             .await
             .unwrap();
         // The writer plans by key only while it holds the connection.
-        let (planner, backend): (String, i32) =
-            sqlx::query_as("SELECT current_setting('enable_seqscan'), pg_backend_pid()")
-                .fetch_one(store.pool())
-                .await
-                .unwrap();
+        let (planner, backend) = lent_planner(&store).await;
         assert_eq!(planner, "on");
         backends.insert(backend);
     }
@@ -398,16 +408,12 @@ async fn a_writer_hands_its_connection_back_planning_as_the_pool_does() {
 
 #[tokio::test]
 async fn a_write_given_up_midway_never_lends_its_connection_planning_by_key() {
-    let Some((stack, _)) =
-        store("a_write_given_up_midway_never_lends_its_connection_planning_by_key").await
+    let Some((stack, store, id)) =
+        on_one_connection("a_write_given_up_midway_never_lends_its_connection_planning_by_key")
+            .await
     else {
         return;
     };
-    let store = EventStore::connect(&stack.app_url, 1)
-        .await
-        .unwrap()
-        .with_group_commit(1);
-    let id = workflow_with_events(&store, "group-cancel", 1).await;
     let summary = store.get_workflow(&id).await.unwrap();
     // Another session holds the index row: the append waits on it, and is given up.
     let other = crate::support::pool(&stack.app_url).await;
@@ -425,9 +431,6 @@ async fn a_write_given_up_midway_never_lends_its_connection_planning_by_key() {
     .await;
     assert!(given_up.is_err(), "the append waited on the lock");
     locker.commit().await.unwrap();
-    let planner: String = sqlx::query_scalar("SHOW enable_seqscan")
-        .fetch_one(store.pool())
-        .await
-        .unwrap();
+    let (planner, _) = lent_planner(&store).await;
     assert_eq!(planner, "on");
 }
