@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sqlx::pool::PoolConnection;
+use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, PgPool, Postgres};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
@@ -112,6 +113,11 @@ impl GroupCommit {
         };
         tokio::spawn(dispatcher.run(queue));
         handle
+    }
+
+    /// The writers' own pool.
+    pub(crate) fn writers_pool(&self) -> &PgPool {
+        &self.connections.pool
     }
 
     /// Appends `batch` (already chained): at once when a writer is free and nothing
@@ -271,12 +277,40 @@ async fn write(connections: &WriterConnections, stats: &GroupStats, mut group: V
     }
 }
 
+/// The pool the writers write with: `options` (the store's, sized to the writers), to
+/// the database of `store` with its connect options, each connection told at connect
+/// to plan by key ([`KEYED_PLANS_ONLY`]). Opened lazily: its connections are made as
+/// the writers first need them.
+pub(crate) fn writers_pool(options: PgPoolOptions, store: &PgPool) -> PgPool {
+    options
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                sqlx::query(KEYED_PLANS_ONLY).execute(conn).await?;
+                Ok(())
+            })
+        })
+        .connect_lazy_with((*store.connect_options()).clone())
+}
+
+/// Set on each of the writers' connections when it is opened: their statements look
+/// rows up by key only, and must keep doing so as the tables grow. Postgres plans a
+/// prepared statement once per connection and may keep a generic plan until the table
+/// is analyzed (or vacuumed, or altered) again; planned on the near-empty tables of a
+/// new database, the writers' statements scanned `workflows` and `attempt_claims`
+/// whole, and kept doing so, at thousands of rows, for as long as autovacuum left the
+/// tables unanalyzed (measured: three quarters of the group statement's time). With
+/// sequential scans discouraged the planner takes the primary keys whatever the
+/// tables' size. The writers' connections are theirs alone, so no other statement
+/// plans under this setting.
+const KEYED_PLANS_ONLY: &str = "SET enable_seqscan = off";
+
 /// The connections the writers write with, kept between writes rather than handed
-/// back to the pool: sqlx tests a connection on its way back with a round trip, which at
-/// one write per step would be a second round trip (and a Postgres wakeup) per step.
+/// back to their pool: sqlx tests a connection on its way back with a round trip, which
+/// at one write per step would be a second round trip (and a Postgres wakeup) per step.
 /// At most one per writer is kept: each is taken and given back by a writer's holder.
 #[derive(Debug)]
 struct WriterConnections {
+    /// The writers' own pool ([`writers_pool`]), one connection per writer.
     pool: PgPool,
     kept: Mutex<Vec<Kept>>,
 }
@@ -288,36 +322,7 @@ struct Kept {
     /// When the writers took it from the pool.
     taken_at: Instant,
     last_used: Instant,
-    /// Whether it may still plan with [`KEYED_PLANS_ONLY`]: dropped so (its write
-    /// cancelled, its reset failed, the store closing), it is closed, never lent.
-    keyed: bool,
 }
-
-impl Drop for Kept {
-    fn drop(&mut self) {
-        if self.keyed {
-            self.conn.close_on_drop();
-        }
-    }
-}
-
-/// Set on a connection while the writers hold it: its statements look rows up by key
-/// only, and must keep doing so as the tables grow. Postgres plans a prepared statement
-/// once per connection and may keep a generic plan until the table is analyzed (or
-/// vacuumed, or altered) again; planned on the near-empty tables of a new database,
-/// the writers' statements scanned `workflows` and `attempt_claims` whole, and kept
-/// doing so, at thousands of rows, for as long as autovacuum left the tables
-/// unanalyzed (measured: three quarters of the group statement's time). With
-/// sequential scans discouraged the planner takes the primary keys whatever the tables'
-/// size. (A plan the connection cached before the writers took it stays as it was.)
-const KEYED_PLANS_ONLY: &str = "SET enable_seqscan = off";
-
-/// Undoes [`KEYED_PLANS_ONLY`] before a connection goes back to the pool.
-const ANY_PLANS: &str = "RESET enable_seqscan";
-
-/// How long the reset of a connection going back to the pool may take before the
-/// connection is closed instead.
-const RESET_WITHIN: Duration = Duration::from_secs(1);
 
 /// How long a connection is kept at most before it goes back to the pool, which then
 /// applies its own rules (its lifetime, its idle timeout) to it.
@@ -338,52 +343,34 @@ impl WriterConnections {
             if let Ok(Ok(())) = tokio::time::timeout(timeout, kept.conn.ping()).await {
                 return Ok(kept);
             }
-            // Dropped here, it is closed (see `Kept`'s drop).
+            kept.conn.close_on_drop();
         }
         let now = Instant::now();
-        let mut kept = Kept {
+        Ok(Kept {
             conn: self.pool.acquire().await?,
             taken_at: now,
             last_used: now,
-            keyed: true,
-        };
-        sqlx::query(KEYED_PLANS_ONLY)
-            .execute(&mut *kept.conn)
-            .await?;
-        Ok(kept)
+        })
     }
 
     /// Keeps the connection for the next write, unless its write failed in a way that
-    /// may have left it broken (then it is closed, and the pool opens another), it was
-    /// kept long enough, or the pool has no other connection left to lend. One that goes
-    /// back to the pool is reset first, by a task of its own: the appends it wrote are
-    /// answered meanwhile.
+    /// may have left it broken (then it is closed, and the pool opens another) or it was
+    /// kept long enough (then it goes back to the pool).
     fn give_back<T>(&self, mut kept: Kept, written: &Result<T>) {
         let sound = matches!(
             written,
             Ok(_) | Err(Error::Conflict { .. } | Error::ClaimLost { .. })
         );
         if !sound {
+            kept.conn.close_on_drop();
             return;
         }
-        let pool_has_room = self.pool.num_idle() > 0
-            || self.pool.size() < self.pool.options().get_max_connections();
-        if pool_has_room && kept.taken_at.elapsed() < KEEP_AT_MOST {
+        if kept.taken_at.elapsed() < KEEP_AT_MOST {
             kept.last_used = Instant::now();
             if let Ok(mut connections) = self.kept.lock() {
                 connections.push(kept);
-                return;
             }
         }
-        // The pool's other users plan as Postgres likes; a connection that cannot be
-        // told so in time is closed rather than lent.
-        tokio::spawn(async move {
-            let reset = sqlx::query(ANY_PLANS).execute(&mut *kept.conn);
-            if let Ok(Ok(_)) = tokio::time::timeout(RESET_WITHIN, reset).await {
-                kept.keyed = false;
-            }
-            drop(kept);
-        });
     }
 }
 

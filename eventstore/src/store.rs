@@ -7,7 +7,7 @@ use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::Connection;
 
 use crate::error::Result;
-use crate::group::{GroupCommit, GroupStats};
+use crate::group::{self, GroupCommit, GroupStats};
 
 /// How long a pooled connection may sit unused before it is pinged on its next use.
 pub(crate) const IDLE_BEFORE_PING: Duration = Duration::from_secs(1);
@@ -26,23 +26,7 @@ impl EventStore {
     /// `url` is the application role's URL (`HCPFLOW_DATABASE_URL`): it may only read
     /// and append the event log, which the database itself enforces.
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
-        let pool = PgPoolOptions::new()
-            .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(10))
-            // A ping before every use would be a round trip per step: only a connection
-            // that sat idle (long enough for Postgres to have restarted meanwhile) is
-            // checked, and replaced when the check fails.
-            .test_before_acquire(false)
-            .before_acquire(|conn, meta| {
-                Box::pin(async move {
-                    if meta.idle_for < IDLE_BEFORE_PING {
-                        return Ok(true);
-                    }
-                    Ok(conn.ping().await.is_ok())
-                })
-            })
-            .connect(url)
-            .await?;
+        let pool = pool_options(max_connections).connect(url).await?;
         Ok(Self { pool, group: None })
     }
 
@@ -53,10 +37,17 @@ impl EventStore {
 
     /// This store, with appends of different workflows that arrive together written as
     /// one statement and one commit, by up to `writers` groups at once (see
-    /// [`crate::group`]). Needs a Tokio runtime; clones share the writer.
+    /// [`crate::group`]). The writers write on `writers` connections of their own,
+    /// opened as needed to the same database, beside the store's pool. Needs a Tokio
+    /// runtime; clones share the writer.
     #[must_use]
     pub fn with_group_commit(mut self, writers: usize) -> Self {
-        self.group = Some(Arc::new(GroupCommit::start(self.pool.clone(), writers)));
+        let writers = writers.max(1);
+        let connections = group::writers_pool(
+            pool_options(u32::try_from(writers).unwrap_or(u32::MAX)),
+            &self.pool,
+        );
+        self.group = Some(Arc::new(GroupCommit::start(connections, writers)));
         self
     }
 
@@ -65,7 +56,33 @@ impl EventStore {
         self.group.as_ref().map(|group| group.stats.clone())
     }
 
+    /// The group writers' own connections, if they run: every statement on them plans
+    /// by key (see [`crate::group`]).
+    pub fn writers_pool(&self) -> Option<&PgPool> {
+        self.group.as_ref().map(|group| group.writers_pool())
+    }
+
     pub fn pool(&self) -> &PgPool {
         &self.pool
     }
+}
+
+/// The options of every pool the store opens: up to `max_connections`, each checked
+/// before use only when it sat idle.
+fn pool_options(max_connections: u32) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(10))
+        // A ping before every use would be a round trip per step: only a connection
+        // that sat idle (long enough for Postgres to have restarted meanwhile) is
+        // checked, and replaced when the check fails.
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for < IDLE_BEFORE_PING {
+                    return Ok(true);
+                }
+                Ok(conn.ping().await.is_ok())
+            })
+        })
 }

@@ -355,49 +355,56 @@ async fn starts_share_a_group_with_appends_and_a_duplicate_fails_alone() {
     assert_eq!(appended.unwrap().next_seq, Seq::new(4).unwrap());
 }
 
-/// A store on one pooled connection, whose one writer therefore cannot keep it and
-/// hands it back after each write; the stack's URLs; and a workflow of one event.
-async fn on_one_connection(test: &str) -> Option<(Stack, EventStore, WorkflowId)> {
+/// A store with one pooled connection and one writer, and the stack's URLs.
+async fn with_one_writer(test: &str) -> Option<(Stack, EventStore)> {
     let (stack, _) = store(test).await?;
     let store = EventStore::connect(&stack.app_url, 1)
         .await
         .unwrap()
         .with_group_commit(1);
-    let id = workflow_with_events(&store, "group-lend", 1).await;
-    Some((stack, store, id))
+    Some((stack, store))
 }
 
-/// `enable_seqscan` and the backend of the connection the pool lends next.
-async fn lent_planner(store: &EventStore) -> (String, i32) {
+/// `enable_seqscan` and the backend of the connection `pool` lends next.
+async fn planner(pool: &sqlx::PgPool) -> (String, i32) {
     sqlx::query_as("SELECT current_setting('enable_seqscan'), pg_backend_pid()")
-        .fetch_one(store.pool())
+        .fetch_one(pool)
         .await
         .unwrap()
 }
 
 #[tokio::test]
-async fn a_writer_hands_its_connection_back_planning_as_the_pool_does() {
-    let Some((_, store, id)) =
-        on_one_connection("a_writer_hands_its_connection_back_planning_as_the_pool_does").await
+async fn the_writers_plan_by_key_on_connections_of_their_own() {
+    let Some((_, store)) =
+        with_one_writer("the_writers_plan_by_key_on_connections_of_their_own").await
     else {
         return;
     };
-    let mut backends = std::collections::BTreeSet::new();
+    // Asked before the first write, the writers' one connection goes back to their
+    // pool idle, and the writer takes it (and keeps it).
+    let writers = store.writers_pool().expect("group commit runs");
+    let (writers_plan, writer) = planner(writers).await;
+    assert_eq!(writers_plan, "off");
+    let id = workflow_with_events(&store, "group-plans", 1).await;
     for _ in 0..3 {
         let summary = store.get_workflow(&id).await.unwrap();
         store
             .append_known(&summary, &batch_on(&summary, 0))
             .await
             .unwrap();
-        // The writer plans by key only while it holds the connection.
-        let (planner, backend) = lent_planner(&store).await;
-        assert_eq!(planner, "on");
-        backends.insert(backend);
+        let (shared_plan, shared) = planner(store.pool()).await;
+        assert_eq!(shared_plan, "on", "the shared pool plans as Postgres likes");
+        assert_ne!(shared, writer);
     }
-    assert_eq!(
-        backends.len(),
-        1,
-        "the connection was reset and lent, not replaced"
+    let (last_statement,): (String,) =
+        sqlx::query_as("SELECT query FROM pg_stat_activity WHERE pid = $1")
+            .bind(writer)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert!(
+        last_statement.trim_start().starts_with("WITH"),
+        "the writer appended on its own connection: {last_statement}"
     );
     assert_eq!(
         store.get_workflow(&id).await.unwrap().next_seq,
@@ -407,13 +414,13 @@ async fn a_writer_hands_its_connection_back_planning_as_the_pool_does() {
 }
 
 #[tokio::test]
-async fn a_write_given_up_midway_never_lends_its_connection_planning_by_key() {
-    let Some((stack, store, id)) =
-        on_one_connection("a_write_given_up_midway_never_lends_its_connection_planning_by_key")
-            .await
+async fn a_write_given_up_midway_leaves_the_writers_writing() {
+    let Some((stack, store)) =
+        with_one_writer("a_write_given_up_midway_leaves_the_writers_writing").await
     else {
         return;
     };
+    let id = workflow_with_events(&store, "group-given-up", 1).await;
     let summary = store.get_workflow(&id).await.unwrap();
     // Another session holds the index row: the append waits on it, and is given up.
     let other = crate::support::pool(&stack.app_url).await;
@@ -431,6 +438,22 @@ async fn a_write_given_up_midway_never_lends_its_connection_planning_by_key() {
     .await;
     assert!(given_up.is_err(), "the append waited on the lock");
     locker.commit().await.unwrap();
-    let (planner, _) = lent_planner(&store).await;
-    assert_eq!(planner, "on");
+    // The given-up statement runs on to its commit on the server: an append decided
+    // before it lands conflicts, as any stale one does; decided again, it is written.
+    let mut written = None;
+    for _ in 0..50 {
+        let summary = store.get_workflow(&id).await.unwrap();
+        match store.append_known(&summary, &batch_on(&summary, 0)).await {
+            Ok(appended) => {
+                written = Some(appended);
+                break;
+            }
+            Err(Error::Conflict { .. }) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Err(error) => panic!("{error:?}"),
+        }
+    }
+    assert!(written.is_some(), "the writer writes again");
+    store.verify_history(&id).await.unwrap();
+    let (shared_plan, _) = planner(store.pool()).await;
+    assert_eq!(shared_plan, "on");
 }

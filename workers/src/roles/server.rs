@@ -298,11 +298,16 @@ impl Process {
             .database_pool_size
             .unwrap_or_else(|| default_pool_size(&config, roles));
         // Steps of different workflows that are ready together share a statement and a
-        // commit (group commit).
-        let store = EventStore::connect(config.database_url.expose(), pool_size)
-            .await
-            .context("connecting to Postgres")?
-            .with_group_commit(hcpflow_eventstore::group::DEFAULT_WRITERS);
+        // commit (group commit), written on the writers' own connections: the pool
+        // size counts them.
+        let writers = hcpflow_eventstore::group::DEFAULT_WRITERS;
+        let store = EventStore::connect(
+            config.database_url.expose(),
+            shared_pool_size(pool_size, writers),
+        )
+        .await
+        .context("connecting to Postgres")?
+        .with_group_commit(writers);
         if config.database_admin_url.is_none() {
             wait_for_schema(&store, shutdown.clone()).await?;
         }
@@ -600,6 +605,13 @@ fn default_pool_size(config: &Config, roles: &[Role]) -> u32 {
     u32::try_from(size).unwrap_or(u32::MAX).min(96)
 }
 
+/// The connections of a process's shared pool: its `pool_size` less the group-commit
+/// writers' own, leaving the others at least one.
+fn shared_pool_size(pool_size: u32, writers: usize) -> u32 {
+    let writers = u32::try_from(writers).unwrap_or(u32::MAX);
+    pool_size.saturating_sub(writers).max(1)
+}
+
 /// Turns SIGINT or SIGTERM into a shutdown signal.
 pub fn shutdown_on_signals() -> watch::Receiver<bool> {
     let (sender, receiver) = watch::channel(false);
@@ -630,7 +642,7 @@ fn hostname() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{in_start_order, Role};
+    use super::{in_start_order, shared_pool_size, Role};
 
     #[test]
     fn roles_that_take_work_start_after_eager_dispatch() {
@@ -649,5 +661,12 @@ mod tests {
             in_start_order(&[Role::Api, Role::Workflow]),
             [Role::Workflow, Role::Api]
         );
+    }
+
+    #[test]
+    fn the_writers_connections_count_in_the_pool_size() {
+        assert_eq!(shared_pool_size(40, 2), 38);
+        assert_eq!(shared_pool_size(3, 2), 1);
+        assert_eq!(shared_pool_size(2, 2), 1, "the others keep one");
     }
 }
