@@ -277,19 +277,28 @@ async fn write(connections: &WriterConnections, stats: &GroupStats, mut group: V
     }
 }
 
-/// The pool the writers write with: `options` (the store's, sized to the writers), to
-/// the database of `store` with its connect options, each connection told at connect
-/// to plan by key ([`KEYED_PLANS_ONLY`]). Opened lazily: its connections are made as
-/// the writers first need them.
-pub(crate) fn writers_pool(options: PgPoolOptions, store: &PgPool) -> PgPool {
-    options
+/// Opens the pool the writers write with: `options` (the store's, sized to the
+/// writers), to the database of `store` with its connect options and the application
+/// name `<name>-writer` (`hcpflow-writer` when it has none: they stand out in
+/// `pg_stat_activity`), each connection told at connect to plan by key
+/// ([`KEYED_PLANS_ONLY`]). One connection is opened now, so that a database that
+/// refuses them fails the process's start, not its first write.
+pub(crate) async fn open_writers_pool(options: PgPoolOptions, store: &PgPool) -> Result<PgPool> {
+    let connect = store.connect_options();
+    let name = format!(
+        "{}-writer",
+        connect.get_application_name().unwrap_or("hcpflow")
+    );
+    let pool = options
         .after_connect(|conn, _| {
             Box::pin(async move {
                 sqlx::query(KEYED_PLANS_ONLY).execute(conn).await?;
                 Ok(())
             })
         })
-        .connect_lazy_with((*store.connect_options()).clone())
+        .connect_with((*connect).clone().application_name(&name))
+        .await?;
+    Ok(pool)
 }
 
 /// Set on each of the writers' connections when it is opened: their statements look
@@ -300,8 +309,7 @@ pub(crate) fn writers_pool(options: PgPoolOptions, store: &PgPool) -> PgPool {
 /// whole, and kept doing so, at thousands of rows, for as long as autovacuum left the
 /// tables unanalyzed (measured: three quarters of the group statement's time). With
 /// sequential scans discouraged the planner takes the primary keys whatever the
-/// tables' size. The writers' connections are theirs alone, so no other statement
-/// plans under this setting.
+/// tables' size. Only the writers use these connections.
 const KEYED_PLANS_ONLY: &str = "SET enable_seqscan = off";
 
 /// The connections the writers write with, kept between writes rather than handed
@@ -310,18 +318,31 @@ const KEYED_PLANS_ONLY: &str = "SET enable_seqscan = off";
 /// At most one per writer is kept: each is taken and given back by a writer's holder.
 #[derive(Debug)]
 struct WriterConnections {
-    /// The writers' own pool ([`writers_pool`]), one connection per writer.
+    /// The writers' own pool ([`open_writers_pool`]): one connection per writer.
     pool: PgPool,
     kept: Mutex<Vec<Kept>>,
 }
 
-/// A connection kept between writes.
+/// A connection taken by a writer, and kept between writes.
 #[derive(Debug)]
 struct Kept {
     conn: PoolConnection<Postgres>,
     /// When the writers took it from the pool.
     taken_at: Instant,
     last_used: Instant,
+    /// Its last write was answered ([`WriterConnections::give_back`]). Dropped before
+    /// that (its write given up midway), it is closed: handed back, sqlx would first
+    /// wait for the statement in flight, however long a lock holds it, and its pool
+    /// would lend nothing meanwhile.
+    settled: bool,
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.conn.close_on_drop();
+        }
+    }
 }
 
 /// How long a connection is kept at most before it goes back to the pool, which then
@@ -334,6 +355,7 @@ impl WriterConnections {
     async fn take(&self) -> Result<Kept> {
         let kept = self.kept.lock().ok().and_then(|mut kept| kept.pop());
         if let Some(mut kept) = kept {
+            kept.settled = false;
             if kept.last_used.elapsed() < IDLE_BEFORE_PING {
                 return Ok(kept);
             }
@@ -343,13 +365,14 @@ impl WriterConnections {
             if let Ok(Ok(())) = tokio::time::timeout(timeout, kept.conn.ping()).await {
                 return Ok(kept);
             }
-            kept.conn.close_on_drop();
+            // Dropped unsettled: closed.
         }
         let now = Instant::now();
         Ok(Kept {
             conn: self.pool.acquire().await?,
             taken_at: now,
             last_used: now,
+            settled: false,
         })
     }
 
@@ -362,9 +385,9 @@ impl WriterConnections {
             Ok(_) | Err(Error::Conflict { .. } | Error::ClaimLost { .. })
         );
         if !sound {
-            kept.conn.close_on_drop();
             return;
         }
+        kept.settled = true;
         if kept.taken_at.elapsed() < KEEP_AT_MOST {
             kept.last_used = Instant::now();
             if let Ok(mut connections) = self.kept.lock() {

@@ -37,18 +37,18 @@ impl EventStore {
 
     /// This store, with appends of different workflows that arrive together written as
     /// one statement and one commit, by up to `writers` groups at once (see
-    /// [`crate::group`]). The writers write on `writers` connections of their own,
-    /// opened as needed to the same database, beside the store's pool. Needs a Tokio
+    /// [`crate::group`]). The writers write on `writers` connections of their own, to
+    /// the same database, beside the store's pool; one is opened here. Needs a Tokio
     /// runtime; clones share the writer.
-    #[must_use]
-    pub fn with_group_commit(mut self, writers: usize) -> Self {
+    pub async fn with_group_commit(mut self, writers: usize) -> Result<Self> {
         let writers = writers.max(1);
-        let connections = group::writers_pool(
+        let connections = group::open_writers_pool(
             pool_options(u32::try_from(writers).unwrap_or(u32::MAX)),
             &self.pool,
-        );
+        )
+        .await?;
         self.group = Some(Arc::new(GroupCommit::start(connections, writers)));
-        self
+        Ok(self)
     }
 
     /// What the group writer did so far (groups and the appends in them), if it runs.
@@ -56,8 +56,10 @@ impl EventStore {
         self.group.as_ref().map(|group| group.stats.clone())
     }
 
-    /// The group writers' own connections, if they run: every statement on them plans
-    /// by key (see [`crate::group`]).
+    /// The group writers' own connections, if they run (every statement on them plans
+    /// by key, see [`crate::group`]): for tests and diagnostics only, a statement run
+    /// on them holds a writer's connection.
+    #[doc(hidden)]
     pub fn writers_pool(&self) -> Option<&PgPool> {
         self.group.as_ref().map(|group| group.writers_pool())
     }

@@ -307,7 +307,9 @@ impl Process {
         )
         .await
         .context("connecting to Postgres")?
-        .with_group_commit(writers);
+        .with_group_commit(writers)
+        .await
+        .context("connecting the group-commit writers to Postgres")?;
         if config.database_admin_url.is_none() {
             wait_for_schema(&store, shutdown.clone()).await?;
         }
