@@ -91,7 +91,8 @@ pub(crate) struct GroupCommit {
 }
 
 impl GroupCommit {
-    /// Starts the dispatcher on the current Tokio runtime.
+    /// Starts the dispatcher on the current Tokio runtime, with `writers` (at least
+    /// one) writing on `pool`'s connections.
     pub(crate) fn start(pool: PgPool, writers: usize) -> Self {
         let (requests, queue) = mpsc::unbounded_channel();
         let connections = Arc::new(WriterConnections {
@@ -100,7 +101,7 @@ impl GroupCommit {
         });
         let dispatcher = Dispatcher {
             connections: connections.clone(),
-            writers: Arc::new(Semaphore::new(writers.max(1))),
+            writers: Arc::new(Semaphore::new(writers)),
             queued: Arc::new(AtomicUsize::new(0)),
             stats: Arc::new(GroupStats::default()),
         };

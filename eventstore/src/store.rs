@@ -35,6 +35,20 @@ impl EventStore {
         Self { pool, group: None }
     }
 
+    /// Connects with `max_connections` in all, `writers` of them the group-commit
+    /// writers' own ([`EventStore::with_group_commit`]) and the rest the shared pool's
+    /// (at least one: a `max_connections` under `writers + 1` is raised to it).
+    pub async fn connect_with_group_commit(
+        url: &str,
+        max_connections: u32,
+        writers: usize,
+    ) -> Result<Self> {
+        Self::connect(url, shared_pool_size(max_connections, writers))
+            .await?
+            .with_group_commit(writers)
+            .await
+    }
+
     /// This store, with appends of different workflows that arrive together written as
     /// one statement and one commit, by up to `writers` groups at once (see
     /// [`crate::group`]). The writers write on `writers` connections of their own, to
@@ -69,6 +83,13 @@ impl EventStore {
     }
 }
 
+/// The shared pool's part of `max_connections` when `writers` (at least one) have
+/// connections of their own: the rest, and at least one.
+fn shared_pool_size(max_connections: u32, writers: usize) -> u32 {
+    let writers = u32::try_from(writers.max(1)).unwrap_or(u32::MAX);
+    max_connections.saturating_sub(writers).max(1)
+}
+
 /// The options of every pool the store opens: up to `max_connections`, each checked
 /// before use only when it sat idle.
 fn pool_options(max_connections: u32) -> PgPoolOptions {
@@ -87,4 +108,16 @@ fn pool_options(max_connections: u32) -> PgPoolOptions {
                 Ok(conn.ping().await.is_ok())
             })
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shared_pool_size;
+
+    #[test]
+    fn the_writers_connections_count_in_the_pool_size() {
+        assert_eq!(shared_pool_size(40, 2), 38);
+        assert_eq!(shared_pool_size(3, 2), 1);
+        assert_eq!(shared_pool_size(2, 2), 1, "the others keep one");
+    }
 }

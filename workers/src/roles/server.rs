@@ -300,16 +300,13 @@ impl Process {
         // Steps of different workflows that are ready together share a statement and a
         // commit (group commit), written on the writers' own connections: the pool
         // size counts them.
-        let writers = hcpflow_eventstore::group::DEFAULT_WRITERS;
-        let store = EventStore::connect(
+        let store = EventStore::connect_with_group_commit(
             config.database_url.expose(),
-            shared_pool_size(pool_size, writers),
+            pool_size,
+            hcpflow_eventstore::group::DEFAULT_WRITERS,
         )
         .await
-        .context("connecting to Postgres")?
-        .with_group_commit(writers)
-        .await
-        .context("connecting the group-commit writers to Postgres")?;
+        .context("connecting to Postgres")?;
         if config.database_admin_url.is_none() {
             wait_for_schema(&store, shutdown.clone()).await?;
         }
@@ -607,13 +604,6 @@ fn default_pool_size(config: &Config, roles: &[Role]) -> u32 {
     u32::try_from(size).unwrap_or(u32::MAX).min(96)
 }
 
-/// The connections of a process's shared pool: its `pool_size` less the group-commit
-/// writers' own, leaving the others at least one.
-fn shared_pool_size(pool_size: u32, writers: usize) -> u32 {
-    let writers = u32::try_from(writers).unwrap_or(u32::MAX);
-    pool_size.saturating_sub(writers).max(1)
-}
-
 /// Turns SIGINT or SIGTERM into a shutdown signal.
 pub fn shutdown_on_signals() -> watch::Receiver<bool> {
     let (sender, receiver) = watch::channel(false);
@@ -644,7 +634,7 @@ fn hostname() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{in_start_order, shared_pool_size, Role};
+    use super::{in_start_order, Role};
 
     #[test]
     fn roles_that_take_work_start_after_eager_dispatch() {
@@ -663,12 +653,5 @@ mod tests {
             in_start_order(&[Role::Api, Role::Workflow]),
             [Role::Workflow, Role::Api]
         );
-    }
-
-    #[test]
-    fn the_writers_connections_count_in_the_pool_size() {
-        assert_eq!(shared_pool_size(40, 2), 38);
-        assert_eq!(shared_pool_size(3, 2), 1);
-        assert_eq!(shared_pool_size(2, 2), 1, "the others keep one");
     }
 }
