@@ -474,3 +474,75 @@ async fn a_write_given_up_midway_leaves_the_writers_writing() {
     }
     assert!(gone, "the given-up write's connection was closed");
 }
+
+#[tokio::test]
+async fn a_stalled_write_leaves_the_next_group_to_a_spare_writer() {
+    let Some((stack, _)) = store("a_stalled_write_leaves_the_next_group_to_a_spare_writer").await
+    else {
+        return;
+    };
+    let store = EventStore::connect(&stack.app_url, 2)
+        .await
+        .unwrap()
+        .with_group_commit(2)
+        .await
+        .unwrap();
+    let stalled = workflow_with_events(&store, "group-stalled", 1).await;
+    let mut others = Vec::new();
+    for _ in 0..2 {
+        let id = workflow_with_events(&store, "group-spare", 1).await;
+        others.push(store.get_workflow(&id).await.unwrap());
+    }
+    let stats = store.group_stats().unwrap();
+    let before = (
+        stats.groups.load(Ordering::Relaxed),
+        stats.spares.load(Ordering::Relaxed),
+    );
+    // Another session holds the stalled workflow's index row: its append takes the
+    // writer and waits on the lock.
+    let other = crate::support::pool(&stack.app_url).await;
+    let mut locker = other.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE")
+        .bind(stalled.as_str())
+        .execute(&mut *locker)
+        .await
+        .unwrap();
+    let held = tokio::spawn({
+        let store = store.clone();
+        let summary = store.get_workflow(&stalled).await.unwrap();
+        async move { store.append_known(&summary, &batch_on(&summary, 0)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!held.is_finished(), "the append waits on the row lock");
+    // Sent together while that write is in flight, the others queue (the second
+    // writer is no one's at once) and go as one group on the spare, the stall being
+    // older than STALLED_AFTER, while the lock still holds.
+    let batches: Vec<AppendBatch> = others.iter().map(|s| batch_on(s, 1)).collect();
+    let written = tokio::time::timeout(
+        Duration::from_secs(10),
+        join_all(
+            others
+                .iter()
+                .zip(&batches)
+                .map(|(summary, batch)| store.append_known(summary, batch)),
+        ),
+    )
+    .await
+    .expect("a stalled write holds up no other workflow");
+    for (summary, appended) in others.iter().zip(written) {
+        assert_eq!(appended.unwrap().next_seq, Seq::new(4).unwrap());
+        store.verify_history(&summary.workflow_id).await.unwrap();
+    }
+    assert!(!held.is_finished(), "the stalled write still waits");
+    assert_eq!(
+        (
+            stats.groups.load(Ordering::Relaxed) - before.0,
+            stats.spares.load(Ordering::Relaxed) - before.1
+        ),
+        (2, 1),
+        "the stalled append, then one group of the two others, on the spare writer"
+    );
+    locker.commit().await.unwrap();
+    assert_eq!(held.await.unwrap().unwrap().next_seq, Seq::new(4).unwrap());
+    store.verify_history(&stalled).await.unwrap();
+}
