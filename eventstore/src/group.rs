@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, PgPool, Postgres};
-use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::append::statement::write_start;
 use crate::append::{verdict_result, write_one, AppendBatch, Appended, IndexAt, NewWorkflow};
@@ -233,90 +233,96 @@ impl Dispatcher {
     }
 }
 
-/// The writers: one permit for each, held by a write in flight (a group, or an append
-/// written at once); when the newest write started; and a wake-up for the dispatcher
-/// whenever a write ends.
+/// The writers: how many there are, when each write in flight started, and a
+/// wake-up for the dispatcher whenever one ends.
 #[derive(Debug)]
 struct Writers {
-    permits: Arc<Semaphore>,
     count: usize,
-    newest_started: Mutex<Instant>,
-    ended: Arc<Notify>,
+    in_flight: Mutex<Vec<Instant>>,
+    ended: Notify,
 }
 
-/// A writer held by one write; its end wakes the dispatcher.
+/// A writer held by one write, from its start to its end.
 struct Writer {
-    _permit: OwnedSemaphorePermit,
-    ended: Arc<Notify>,
+    writers: Arc<Writers>,
+    started: Instant,
 }
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        // A permit is stored when the dispatcher is not waiting yet: it then finds the
-        // writer free on its next look, or looks once more for nothing.
-        self.ended.notify_one();
+        {
+            let mut in_flight = self.writers.lock();
+            if let Some(at) = in_flight.iter().position(|s| *s == self.started) {
+                in_flight.swap_remove(at);
+            }
+        }
+        // After the write is off the list: the dispatcher, woken, finds it gone. With
+        // the dispatcher not waiting yet, the wake-up is kept for its next wait.
+        self.writers.ended.notify_one();
     }
 }
 
 impl Writers {
     fn new(count: usize) -> Self {
+        assert!(count >= 1, "a group commit needs a writer");
         Self {
-            permits: Arc::new(Semaphore::new(count)),
             count,
-            newest_started: Mutex::new(Instant::now()),
-            ended: Arc::new(Notify::new()),
+            in_flight: Mutex::new(Vec::with_capacity(count)),
+            ended: Notify::new(),
         }
     }
 
-    /// A writer, if none is writing.
-    fn idle(&self) -> Option<Writer> {
-        if self.permits.available_permits() < self.count {
-            return None;
-        }
-        self.take()
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Instant>> {
+        // Nothing panics while it is held.
+        self.in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn take(&self) -> Option<Writer> {
-        let permit = self.permits.clone().try_acquire_owned().ok()?;
-        if let Ok(mut newest) = self.newest_started.lock() {
-            *newest = Instant::now();
+    fn start(self: &Arc<Self>, in_flight: &mut Vec<Instant>) -> Writer {
+        let started = Instant::now();
+        in_flight.push(started);
+        Writer {
+            writers: self.clone(),
+            started,
         }
-        Some(Writer {
-            _permit: permit,
-            ended: self.ended.clone(),
-        })
     }
 
-    /// The dispatcher's next writer: the first free one when nothing is being written,
-    /// else a spare once every write in flight has run for [`STALLED_AFTER`] (the
-    /// newest of them started that long ago). Says whether it is a spare.
-    async fn turn(&self) -> (Writer, bool) {
+    /// A writer, if nothing is being written.
+    fn idle(self: &Arc<Self>) -> Option<Writer> {
+        let mut in_flight = self.lock();
+        in_flight.is_empty().then(|| self.start(&mut in_flight))
+    }
+
+    /// The dispatcher's next writer: at once when nothing is being written, else a
+    /// spare once every write in flight has run for [`STALLED_AFTER`]. Says whether it
+    /// is a spare.
+    async fn turn(self: &Arc<Self>) -> (Writer, bool) {
         loop {
-            let free = self.permits.available_permits();
-            if free == self.count {
-                if let Some(writer) = self.take() {
-                    return (writer, false);
+            let stalled_at = {
+                let mut in_flight = self.lock();
+                let newest = in_flight.iter().max().copied();
+                match newest {
+                    None => return (self.start(&mut in_flight), false),
+                    Some(newest) if in_flight.len() < self.count => {
+                        let stalled_at = newest + STALLED_AFTER;
+                        if Instant::now() >= stalled_at {
+                            return (self.start(&mut in_flight), true);
+                        }
+                        Some(stalled_at)
+                    }
+                    // Every writer is writing.
+                    Some(_) => None,
                 }
-                continue;
-            }
-            let stalled_at = self
-                .newest_started
-                .lock()
-                .map(|newest| *newest + STALLED_AFTER)
-                .unwrap_or_else(|_| Instant::now());
-            if free > 0 && Instant::now() >= stalled_at {
-                if let Some(writer) = self.take() {
-                    return (writer, true);
+            };
+            match stalled_at {
+                Some(at) => {
+                    tokio::select! {
+                        () = self.ended.notified() => {}
+                        () = tokio::time::sleep_until(at.into()) => {}
+                    }
                 }
-                continue;
-            }
-            if free > 0 {
-                tokio::select! {
-                    () = self.ended.notified() => {}
-                    () = tokio::time::sleep_until(stalled_at.into()) => {}
-                }
-            } else {
-                self.ended.notified().await;
+                None => self.ended.notified().await,
             }
         }
     }

@@ -542,6 +542,17 @@ async fn a_stalled_write_leaves_the_next_group_to_a_spare_writer() {
         (2, 1),
         "the stalled append, then one group of the two others, on the spare writer"
     );
+    // The spare's write ended: the next appends go on it again, the stall still on.
+    let summary = store.get_workflow(&others[0].workflow_id).await.unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        store.append_known(&summary, &batch_on(&summary, 0)),
+    )
+    .await
+    .expect("the spare writes again during the stall")
+    .unwrap();
+    assert!(!held.is_finished(), "the stalled write still waits");
+    assert_eq!(stats.spares.load(Ordering::Relaxed) - before.1, 2);
     locker.commit().await.unwrap();
     assert_eq!(held.await.unwrap().unwrap().next_seq, Seq::new(4).unwrap());
     store.verify_history(&stalled).await.unwrap();
