@@ -18,8 +18,9 @@
 #   BENCH_CONFIGS="all-in-one split"
 #   BENCH_IN_FLIGHT=1000     workflows in flight at once in the memory run (0: none)
 #   HCPFLOW_BIN=path         a binary built already (default: build the release binary)
-#   BENCH_PEERS=restate      also run Restate (deploy/bench/restate) in every round, and
-#                            print its medians in the same table
+#   BENCH_PEERS=restate      also run Restate (deploy/bench/restate) in every round,
+#                            print its medians in the same table, then each round's
+#                            ratio of hcpflow to it and their median
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -95,4 +96,27 @@ done
 for peer in $peers; do
   headline() { for file in "$results/peer-$peer"-*.txt; do sed -n "s/^headline: .*$1 \([0-9.]*\).*/\1/p" "$file"; done | median; }
   printf '%-11s | %-22s | %-14s | %-14s | %-16s | %-18s | %s\n' "$peer" "$(headline 'M=10 C=1') ms" "$(headline 'M=10 C=32')" "$(headline 'M=1 C=32')" - - -
+done
+# Each round's ratio to each peer, and their median: the runs of one round are minutes
+# apart, those of different rounds further, so a ratio taken within a round holds better
+# on a machine whose speed drifts than a ratio of medians.
+for peer in $peers; do
+  echo
+  echo "against $peer, round by round (median): p50 is hcpflow's over $peer's, lower is better; throughput is hcpflow's over $peer's, higher is better"
+  for config in $configs; do
+    for spec in "m10c1|latency p50|M=10 C=1|p50 M=10 C=1" "m10c32|steps/s|M=10 C=32|steps/s M=10 C=32" "m1c32|workflows/s|M=1 C=32|workflows/s M=1 C=32"; do
+      IFS='|' read -r setting label peer_label title <<<"$spec"
+      ratios=()
+      for round in $(seq 1 "$runs"); do
+        ours=$(figure "$results/$config-$setting-$round.txt" "$label" 2>/dev/null || true)
+        theirs=$(sed -n "s/^headline: .*$peer_label \([0-9.]*\).*/\1/p" "$results/peer-$peer-$round.txt" 2>/dev/null || true)
+        if [[ -n $ours && -n $theirs ]]; then
+          ratios+=("$(awk -v a="$ours" -v b="$theirs" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')")
+        else
+          ratios+=("-")
+        fi
+      done
+      printf '%-11s | %-22s | %s (%s)\n' "$config" "$title" "${ratios[*]}" "$(printf '%s\n' "${ratios[@]}" | grep -v '^-$' | median)"
+    done
+  done
 done
