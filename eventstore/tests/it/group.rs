@@ -28,12 +28,7 @@ async fn while_the_writer_is_busy<T>(
 ) -> T {
     let busy = workflow_with_events(store, "group-busy", 1).await;
     let summary = store.get_workflow(&busy).await.unwrap();
-    let mut locker = store.pool().begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE")
-        .bind(busy.as_str())
-        .execute(&mut *locker)
-        .await
-        .unwrap();
+    let locker = lock_index_row(store.pool(), &busy).await;
     let held = tokio::spawn({
         let store = store.clone();
         async move {
@@ -50,6 +45,20 @@ async fn while_the_writer_is_busy<T>(
     let (results, ()) = tokio::join!(appends, release);
     held.await.unwrap().unwrap();
     results
+}
+
+/// Locks `id`'s index row in a transaction of `pool`'s, until the transaction ends.
+async fn lock_index_row(
+    pool: &sqlx::PgPool,
+    id: &WorkflowId,
+) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let mut locker = pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE")
+        .bind(id.as_str())
+        .execute(&mut *locker)
+        .await
+        .unwrap();
+    locker
 }
 
 fn message(id: &WorkflowId, n: u64) -> OutboxMessage {
@@ -426,12 +435,7 @@ async fn a_write_given_up_midway_leaves_the_writers_writing() {
     let summary = store.get_workflow(&id).await.unwrap();
     // Another session holds the index row: the append waits on it, and is given up.
     let other = crate::support::pool(&stack.app_url).await;
-    let mut locker = other.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE")
-        .bind(id.as_str())
-        .execute(&mut *locker)
-        .await
-        .unwrap();
+    let locker = lock_index_row(&other, &id).await;
     let batch = batch_on(&summary, 0);
     let given_up = tokio::time::timeout(
         Duration::from_millis(300),
@@ -501,12 +505,7 @@ async fn a_stalled_write_leaves_the_next_group_to_a_spare_writer() {
     // Another session holds the stalled workflow's index row: its append takes the
     // writer and waits on the lock.
     let other = crate::support::pool(&stack.app_url).await;
-    let mut locker = other.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE")
-        .bind(stalled.as_str())
-        .execute(&mut *locker)
-        .await
-        .unwrap();
+    let locker = lock_index_row(&other, &stalled).await;
     let held = tokio::spawn({
         let store = store.clone();
         let summary = store.get_workflow(&stalled).await.unwrap();
