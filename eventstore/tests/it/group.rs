@@ -364,13 +364,13 @@ async fn starts_share_a_group_with_appends_and_a_duplicate_fails_alone() {
     assert_eq!(appended.unwrap().next_seq, Seq::new(4).unwrap());
 }
 
-/// A store with one pooled connection and one writer, and the stack's URLs.
-async fn with_one_writer(test: &str) -> Option<(Stack, EventStore)> {
+/// A store with `writers` writers and as many pooled connections, and the stack's URLs.
+async fn with_writers(test: &str, writers: u32) -> Option<(Stack, EventStore)> {
     let (stack, _) = store(test).await?;
-    let store = EventStore::connect(&stack.app_url, 1)
+    let store = EventStore::connect(&stack.app_url, writers)
         .await
         .unwrap()
-        .with_group_commit(1)
+        .with_group_commit(writers as usize)
         .await
         .unwrap();
     Some((stack, store))
@@ -387,7 +387,7 @@ async fn planner(pool: &sqlx::PgPool) -> (String, i32) {
 #[tokio::test]
 async fn the_writers_plan_by_key_on_connections_of_their_own() {
     let Some((_, store)) =
-        with_one_writer("the_writers_plan_by_key_on_connections_of_their_own").await
+        with_writers("the_writers_plan_by_key_on_connections_of_their_own", 1).await
     else {
         return;
     };
@@ -426,7 +426,7 @@ async fn the_writers_plan_by_key_on_connections_of_their_own() {
 #[tokio::test]
 async fn a_write_given_up_midway_leaves_the_writers_writing() {
     let Some((stack, store)) =
-        with_one_writer("a_write_given_up_midway_leaves_the_writers_writing").await
+        with_writers("a_write_given_up_midway_leaves_the_writers_writing", 1).await
     else {
         return;
     };
@@ -481,16 +481,11 @@ async fn a_write_given_up_midway_leaves_the_writers_writing() {
 
 #[tokio::test]
 async fn a_stalled_write_leaves_the_next_group_to_a_spare_writer() {
-    let Some((stack, _)) = store("a_stalled_write_leaves_the_next_group_to_a_spare_writer").await
+    let Some((stack, store)) =
+        with_writers("a_stalled_write_leaves_the_next_group_to_a_spare_writer", 2).await
     else {
         return;
     };
-    let store = EventStore::connect(&stack.app_url, 2)
-        .await
-        .unwrap()
-        .with_group_commit(2)
-        .await
-        .unwrap();
     let stalled = workflow_with_events(&store, "group-stalled", 1).await;
     let mut others = Vec::new();
     for _ in 0..2 {
