@@ -7,8 +7,9 @@
 //! for a dispatcher, which starts a group with everything queued (up to [`MAX_GROUP`])
 //! as soon as the write in flight ends: under load the groups grow by themselves, and
 //! the commits per step fall. One write is in flight at a time; the other `writers` are
-//! spares, taken only when every write in flight has run for [`STALLED_AFTER`] (a row
-//! lock, a slow disk), so that a stalled write holds up no other workflow for long.
+//! spares, taken only when every write in flight has run for [`STALLED_AFTER`] (one
+//! waiting on a row lock, say), so that a stalled write holds up no other workflow for
+//! long.
 //!
 //! Guarantees: an append's answer is sent only after its group committed (or failed);
 //! a group that fails as a whole (a unique violation, a lost connection) is retried
