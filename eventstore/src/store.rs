@@ -52,9 +52,8 @@ impl EventStore {
     /// This store, with appends of different workflows that arrive together written as
     /// one statement and one commit, one group at a time, the other writers spares
     /// for when a write stalls (see [`crate::group`]). The writers write on `writers`
-    /// connections of their own, to
-    /// the same database, beside the store's pool; one is opened here. Needs a Tokio
-    /// runtime; clones share the writer.
+    /// connections of their own, to the same database, beside the store's pool; one is
+    /// opened here. Needs a Tokio runtime; clones share the writer.
     pub async fn with_group_commit(mut self, writers: usize) -> Result<Self> {
         let writers = writers.max(1);
         let connections = group::open_writers_pool(
