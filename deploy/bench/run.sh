@@ -93,8 +93,10 @@ for config in $configs; do
   printf '%-11s | %-22s | %-14s | %-14s | %-16s | %-18s | %s MiB\n' "$config" "$p50 ms ($p99 ms)" "$steps" "$wfs" "$txns (C=1: $txns1)" "$failed" "$rss"
 done
 # A peer's headline: "headline: p50 at M=10 C=1 X ms | steps/s at M=10 C=32 Y | workflows/s at M=1 C=32 Z".
+# The figure of setting $2 (say "M=10 C=1") in the peer report $1.
+peer_figure() { sed -n "s/^headline: .*$2 \([0-9.]*\).*/\1/p" "$1" 2>/dev/null || true; }
 for peer in $peers; do
-  headline() { for file in "$results/peer-$peer"-*.txt; do sed -n "s/^headline: .*$1 \([0-9.]*\).*/\1/p" "$file"; done | median; }
+  headline() { for file in "$results/peer-$peer"-*.txt; do peer_figure "$file" "$1"; done | median; }
   printf '%-11s | %-22s | %-14s | %-14s | %-16s | %-18s | %s\n' "$peer" "$(headline 'M=10 C=1') ms" "$(headline 'M=10 C=32')" "$(headline 'M=1 C=32')" - - -
 done
 # Each round's ratio to each peer, and their median: the runs of one round are minutes
@@ -109,7 +111,7 @@ for peer in $peers; do
       ratios=()
       for round in $(seq 1 "$runs"); do
         ours=$(figure "$results/$config-$setting-$round.txt" "$label" 2>/dev/null || true)
-        theirs=$(sed -n "s/^headline: .*$peer_label \([0-9.]*\).*/\1/p" "$results/peer-$peer-$round.txt" 2>/dev/null || true)
+        theirs=$(peer_figure "$results/peer-$peer-$round.txt" "$peer_label")
         if [[ -n $ours && -n $theirs ]]; then
           ratios+=("$(awk -v a="$ours" -v b="$theirs" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')")
         else
