@@ -240,6 +240,13 @@ pub async fn run(
     {
         tracing::warn!("starts' messages were still being published after {FINAL_FLUSH_WAIT:?}; the relay and the sweeper will");
     }
+    // Events still waiting for their batch go now, so that their marks are written
+    // below (what NATS does not take in time is the relay's).
+    if !process.journal.events.drained(FINAL_FLUSH_WAIT).await {
+        tracing::warn!(
+            "appended events were still being published after {FINAL_FLUSH_WAIT:?}; the relay will"
+        );
+    }
     // Marks not written are only work for the relay: a stop does not wait on a
     // Postgres that is away.
     if tokio::time::timeout(FINAL_FLUSH_WAIT, process.journal.flush_published())

@@ -22,6 +22,7 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::runtime::eager::{EagerDispatch, LocalTask, LOCAL_LEASE};
+use crate::runtime::event_batches::EventBatches;
 use crate::runtime::history_cache::{CachedHistory, HistoryCache};
 use crate::runtime::metrics::Metrics;
 use crate::runtime::outgoing::Outgoing;
@@ -76,6 +77,8 @@ pub struct Journal {
     /// unless [`Journal::handing_divergence_over`]).
     pub blocks_divergent: bool,
     pub(super) published: Arc<Mutex<Published>>,
+    /// Appended events waiting to go to the events stream together.
+    pub events: Arc<EventBatches>,
     /// Histories of this process's last appends, for the next step (see `step.rs`).
     pub history_cache: HistoryCache,
     /// One step of a workflow at a time here, each starting from its predecessor's
@@ -98,6 +101,8 @@ impl Journal {
         metrics: Arc<Metrics>,
         catalog: Option<Arc<Catalog>>,
     ) -> Self {
+        let published = Arc::default();
+        let events = EventBatches::new(js.clone(), Arc::clone(&metrics), Arc::clone(&published));
         Self {
             store,
             js,
@@ -105,7 +110,8 @@ impl Journal {
             metrics,
             catalog,
             blocks_divergent: true,
-            published: Arc::default(),
+            published,
+            events: Arc::new(events),
             history_cache: HistoryCache::new(HISTORY_CACHE_BUDGET),
             step_gate: StepGate::default(),
             eager: std::sync::OnceLock::new(),

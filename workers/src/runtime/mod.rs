@@ -1,6 +1,6 @@
 //! The runtime every role stands on: appending to a history ([`journal`]), what a step
 //! decides ([`decide`], pure), the messages an append causes ([`outgoing`], pure),
-//! publishing them after the commit ([`publish`]), one step of a workflow in one
+//! publishing them after the commit ([`publish`]; events in batches, [`event_batches`]), one step of a workflow in one
 //! transaction ([`step`]), the decoded histories a process keeps ([`history_cache`]),
 //! running an activity here at once when this process can ([`eager`]), NATS streams,
 //! consumers and deliveries ([`nats`]), what a failed task's message becomes
@@ -16,6 +16,7 @@
 pub mod dead_letter;
 pub mod decide;
 pub mod eager;
+pub mod event_batches;
 pub mod history_cache;
 pub mod journal;
 pub mod key_reload;

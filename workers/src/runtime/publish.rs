@@ -1,8 +1,8 @@
-//! Publishing after the commit: what an append wrote to the outbox (and its events, to
-//! the events stream) goes to NATS right after the commit, and what NATS acknowledged
-//! is marked published in the next append's transaction, or by a periodic flush — so
-//! marking costs no commit of its own. A failure is only logged: the relay publishes
-//! whatever is left.
+//! Publishing after the commit: what an append wrote to the outbox goes to NATS right
+//! after the commit (its events follow in batches, `event_batches.rs`), and what NATS
+//! acknowledged is marked published in the next append's transaction, or by a periodic
+//! flush — so marking costs no commit of its own. A failure is only logged: the relay
+//! publishes whatever is left.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -15,6 +15,7 @@ use hcpflow_eventstore::{Appended, OutboxMessage, PublishedRange, PublishedRuns}
 
 use crate::runtime::eager::{claim_of, LocalTask};
 use crate::runtime::journal::Journal;
+use crate::runtime::metrics::Metrics;
 
 /// What this process published and has not marked yet.
 #[derive(Debug, Default)]
@@ -34,7 +35,11 @@ impl Published {
         first
     }
 
-    fn give_back(&mut self, ids: Vec<i64>, events: Option<(WorkflowId, PublishedRange)>) {
+    pub(super) fn give_back(
+        &mut self,
+        ids: Vec<i64>,
+        events: Option<(WorkflowId, PublishedRange)>,
+    ) {
         self.outbox_ids.extend(ids);
         if let Some((id, range)) = events {
             self.events.entry(id).or_default().add(range);
@@ -97,11 +102,13 @@ impl Drop for TakenMarks {
 }
 
 impl Journal {
-    /// Hands the activity tasks this process claimed to its activity workers, then
-    /// publishes what an append committed — its outbox rows first (the work they start
-    /// waits on them), then its events to the events stream — and remembers what NATS
+    /// Queues an append's events for the events stream (before anything can follow
+    /// them there), hands the activity tasks this process claimed to its activity
+    /// workers, then publishes the append's outbox rows and remembers what NATS
     /// acknowledged. A failure is only logged: the relay publishes whatever is left.
     pub async fn publish_appended(&self, appended: &Appended, eager: Vec<LocalTask>) {
+        self.events
+            .queue(&self.outgoing, &appended.tenant, &appended.events);
         for local in eager {
             let refused = match self.eager.get() {
                 Some(dispatch) => dispatch.hand_over(local).err().map(|refused| *refused),
@@ -113,37 +120,17 @@ impl Journal {
             }
         }
         let rows = &appended.outbox;
-        let messages: Vec<OutboxMessage> = rows
-            .iter()
-            .map(|row| row.message.clone())
-            .chain(
-                appended
-                    .events
-                    .iter()
-                    .map(|event| self.outgoing.event_message(&appended.tenant, event)),
-            )
-            .collect();
-        let acked = self.publish_all(&messages).await;
-        let (rows_acked, events) = acked.split_at(rows.len());
-        let outbox_ids: Vec<i64> = rows
-            .iter()
-            .zip(rows_acked)
-            .filter(|(_, acked)| **acked)
-            .map(|(row, _)| row.id)
-            .collect();
-        // The watermark may only move over a gap-free run from the first event.
-        let run = events.iter().take_while(|acked| **acked).count();
-        let range = match (appended.events.first(), run.checked_sub(1)) {
-            (Some(first), Some(last)) => appended.events.get(last).map(|last| {
-                let range = PublishedRange {
-                    first: first.seq,
-                    last: last.seq,
-                };
-                (first.workflow_id.clone(), range)
-            }),
-            _ => None,
-        };
-        self.return_published(outbox_ids, range);
+        if !rows.is_empty() {
+            let messages: Vec<OutboxMessage> = rows.iter().map(|row| row.message.clone()).collect();
+            let acked = self.publish_all(&messages).await;
+            let outbox_ids: Vec<i64> = rows
+                .iter()
+                .zip(acked)
+                .filter(|(_, acked)| *acked)
+                .map(|(row, _)| row.id)
+                .collect();
+            self.return_published(outbox_ids, None);
+        }
         if let (Some(refused), Some(first)) =
             (appended.events_range_refused, appended.events.first())
         {
@@ -173,38 +160,7 @@ impl Journal {
     /// Publishes messages with their `Nats-Msg-Id`, all sent before any acknowledgement
     /// is awaited; returns which ones JetStream acknowledged.
     pub async fn publish_all(&self, messages: &[OutboxMessage]) -> Vec<bool> {
-        // One warning per batch, not per message: a NATS outage fails them all alike.
-        let mut first_failure: Option<(String, String)> = None;
-        let mut pending = Vec::with_capacity(messages.len());
-        for message in messages {
-            match self.send(message).await {
-                Ok(ack) => pending.push(Some(ack)),
-                Err(error) => {
-                    first_failure.get_or_insert((message.subject.clone(), error.to_string()));
-                    pending.push(None);
-                }
-            }
-        }
-        let mut acked = Vec::with_capacity(pending.len());
-        for (ack, message) in pending.into_iter().zip(messages) {
-            acked.push(match ack {
-                Some(ack) => match ack.await {
-                    Ok(_) => true,
-                    Err(error) => {
-                        first_failure.get_or_insert((message.subject.clone(), error.to_string()));
-                        false
-                    }
-                },
-                None => false,
-            });
-        }
-        let published = acked.iter().filter(|acked| **acked).count();
-        if let Some((subject, error)) = first_failure {
-            let failed = acked.len() - published;
-            tracing::warn!(failed, %subject, %error, "publishing failed; the relay will retry");
-        }
-        self.metrics.published.add(published as u64);
-        acked
+        publish_messages(&self.js, &self.metrics, messages).await
     }
 
     /// Publishes one message now, outside any append (sweeper, timers, promotions).
@@ -217,10 +173,7 @@ impl Journal {
         &self,
         message: &OutboxMessage,
     ) -> Result<jetstream::context::PublishAckFuture, jetstream::context::PublishError> {
-        let publish = PublishMessage::build()
-            .payload(message.payload.clone().into())
-            .message_id(&message.msg_id);
-        self.js.send_publish(message.subject.clone(), publish).await
+        send(&self.js, message).await
     }
 
     pub(super) fn return_published(
@@ -284,6 +237,57 @@ impl Journal {
             }
         }
     }
+}
+
+/// Publishes messages with their `Nats-Msg-Id`, all sent before any acknowledgement is
+/// awaited; returns which ones JetStream acknowledged.
+pub(super) async fn publish_messages(
+    js: &jetstream::Context,
+    metrics: &Metrics,
+    messages: &[OutboxMessage],
+) -> Vec<bool> {
+    // One warning per batch, not per message: a NATS outage fails them all alike.
+    let mut first_failure: Option<(String, String)> = None;
+    let mut pending = Vec::with_capacity(messages.len());
+    for message in messages {
+        match send(js, message).await {
+            Ok(ack) => pending.push(Some(ack)),
+            Err(error) => {
+                first_failure.get_or_insert((message.subject.clone(), error.to_string()));
+                pending.push(None);
+            }
+        }
+    }
+    let mut acked = Vec::with_capacity(pending.len());
+    for (ack, message) in pending.into_iter().zip(messages) {
+        acked.push(match ack {
+            Some(ack) => match ack.await {
+                Ok(_) => true,
+                Err(error) => {
+                    first_failure.get_or_insert((message.subject.clone(), error.to_string()));
+                    false
+                }
+            },
+            None => false,
+        });
+    }
+    let published = acked.iter().filter(|acked| **acked).count();
+    if let Some((subject, error)) = first_failure {
+        let failed = acked.len() - published;
+        tracing::warn!(failed, %subject, %error, "publishing failed; the relay will retry");
+    }
+    metrics.published.add(published as u64);
+    acked
+}
+
+async fn send(
+    js: &jetstream::Context,
+    message: &OutboxMessage,
+) -> Result<jetstream::context::PublishAckFuture, jetstream::context::PublishError> {
+    let publish = PublishMessage::build()
+        .payload(message.payload.clone().into())
+        .message_id(&message.msg_id);
+    js.send_publish(message.subject.clone(), publish).await
 }
 
 #[cfg(test)]

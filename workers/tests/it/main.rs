@@ -18,6 +18,7 @@ mod config;
 mod cpu_work;
 mod crash;
 mod deployment;
+mod events_stream;
 mod histories;
 mod hosted_cluster;
 mod iam_policy;
