@@ -1,9 +1,9 @@
 //! The outbox relay: publishes what a crash left in the outbox, and appended events the
 //! events stream has not seen.
 //!
-//! Appending processes publish their own rows and events right after the commit; the
-//! relay only takes rows still unpublished, and events above their workflow's
-//! watermark, after a grace period. It is woken by LISTEN/NOTIFY when an append writes
+//! Appending processes publish their own rows right after the commit, and their events
+//! in batches a few milliseconds later; the relay only takes rows still unpublished,
+//! and events above their workflow's watermark, after a grace period. It is woken by LISTEN/NOTIFY when an append writes
 //! rows it may have to publish (not for appends without messages, nor for rows their
 //! appender claimed to run itself), debounced to one scan per grace period, with a slow
 //! fallback poll that finds what a crash left, so it never polls Postgres on the hot

@@ -64,6 +64,8 @@ struct Waiting {
     urgent: bool,
     /// A task is publishing (or about to): the next one starts only when it ends.
     publishing: bool,
+    /// Events were left to the relay since NATS last took a whole batch.
+    overflowing: bool,
 }
 
 /// One append's events, consecutive in their workflow's history.
@@ -112,7 +114,11 @@ impl EventBatches {
         let start_publishing = {
             let mut waiting = self.lock();
             if waiting.bytes + bytes > MAX_WAITING_BYTES {
-                tracing::debug!(workflow_id = %first.workflow_id, "too many events waiting for NATS; the relay will publish these");
+                // Once until NATS takes a whole batch again: an outage would say it for
+                // every step.
+                if !std::mem::replace(&mut waiting.overflowing, true) {
+                    tracing::warn!(workflow_id = %first.workflow_id, "more than {} MiB of events wait for NATS; the relay will publish those that do not fit", MAX_WAITING_BYTES >> 20);
+                }
                 return;
             }
             waiting.runs.push(Run {
@@ -159,12 +165,19 @@ impl EventBatches {
     /// Publishes batch after batch, each once its oldest event has waited [`LINGER`]
     /// (or sooner: see [`Self::queue`]), until none waits.
     async fn publish_until_empty(self: Arc<Self>) {
+        // Should this task end any other way than below (a panic, a runtime shutting
+        // down), the next queued append starts another.
+        let mut ended = EndOfTask {
+            batches: &self,
+            finished: false,
+        };
         loop {
             let due = {
                 let mut waiting = self.lock();
                 let Some(since) = waiting.since else {
                     waiting.publishing = false;
                     waiting.urgent = false;
+                    ended.finished = true;
                     drop(waiting);
                     self.drained.notify_waiters();
                     return;
@@ -198,6 +211,9 @@ impl EventBatches {
             messages.extend(run.messages);
         }
         let acked = publish_messages(&self.js, &self.metrics, &messages).await;
+        if acked.iter().all(|acked| *acked) {
+            self.lock().overflowing = false;
+        }
         let mut acked = acked.as_slice();
         let Ok(mut published) = self.published.lock() else {
             return;
@@ -231,5 +247,21 @@ impl Waiting {
         self.since = None;
         self.urgent = false;
         std::mem::take(&mut self.runs)
+    }
+}
+
+/// Clears the publishing flag when the publishing task ends otherwise than by finding
+/// nothing left (which clears it itself, under the lock that saw the queue empty).
+struct EndOfTask<'a> {
+    batches: &'a EventBatches,
+    finished: bool,
+}
+
+impl Drop for EndOfTask<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.batches.lock().publishing = false;
+            self.batches.drained.notify_waiters();
+        }
     }
 }

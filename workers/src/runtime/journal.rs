@@ -168,8 +168,8 @@ impl Journal {
         })
     }
 
-    /// Creates a workflow with its first events; returns once they are committed. Its
-    /// messages are published meanwhile, by a task of their own: a start is answered
+    /// Creates a workflow with its first events; returns once they are committed (and
+    /// queued for the events stream). Its outbox messages are published meanwhile, by a task of their own: a start is answered
     /// on its commit, not held until NATS acknowledges (seconds while a stream has no
     /// leader). Beyond `BACKGROUND_PUBLISH_KIB` of such messages, a start publishes
     /// before it returns, so that an outage slows starts rather than piling them up.
@@ -185,6 +185,10 @@ impl Journal {
         // A start that fails (a duplicate, an outage) gives its marks back as it returns.
         let appended = self.store.create_workflow(workflow, batch).await?;
         marks.committed();
+        // Queued before the start is answered: any later append of the workflow queues
+        // its events after these.
+        self.events
+            .queue(&self.outgoing, &appended.tenant, &appended.events);
         self.witnessed.record(id, &appended, true);
         self.keep_created(workflow, id, &appended, recorded_at);
         let bytes: usize = appended
@@ -202,11 +206,11 @@ impl Journal {
             Ok(permit) => {
                 let journal = Arc::clone(self);
                 tokio::spawn(async move {
-                    journal.publish_appended(&appended, eager).await;
+                    journal.publish_committed(&appended, eager).await;
                     drop(permit);
                 });
             }
-            Err(_) => self.publish_appended(&appended, eager).await,
+            Err(_) => self.publish_committed(&appended, eager).await,
         }
         Ok(())
     }

@@ -102,13 +102,11 @@ impl Drop for TakenMarks {
 }
 
 impl Journal {
-    /// Queues an append's events for the events stream (before anything can follow
-    /// them there), hands the activity tasks this process claimed to its activity
-    /// workers, then publishes the append's outbox rows and remembers what NATS
-    /// acknowledged. A failure is only logged: the relay publishes whatever is left.
-    pub async fn publish_appended(&self, appended: &Appended, eager: Vec<LocalTask>) {
-        self.events
-            .queue(&self.outgoing, &appended.tenant, &appended.events);
+    /// After an append committed (its events queued, `event_batches.rs`): hands the
+    /// activity tasks this process claimed to its activity workers, then publishes the
+    /// append's outbox rows and remembers what NATS acknowledged. A failure is only
+    /// logged: the relay publishes whatever is left.
+    pub async fn publish_committed(&self, appended: &Appended, eager: Vec<LocalTask>) {
         for local in eager {
             let refused = match self.eager.get() {
                 Some(dispatch) => dispatch.hand_over(local).err().map(|refused| *refused),

@@ -89,6 +89,9 @@ impl Journal {
         if let Some(appended) = &appended {
             let whole_chain = decision.seen.as_ref().is_some_and(|seen| seen.witnessed);
             self.witnessed.record(id, appended, whole_chain);
+            // Queued while the workflow's turn is held: its next step here queues after.
+            self.events
+                .queue(&self.outgoing, &appended.tenant, &appended.events);
         }
         // The next step of this workflow here starts from what this one appended, or
         // from the history it found when it appended nothing.
@@ -302,10 +305,10 @@ impl Journal {
         off_the_async_workers(seen.history.len(), || self.history_cache.put(seen));
     }
 
-    /// Publishes what the append wrote (runs here what it claimed) and wakes a
-    /// workflow it promoted.
-    pub async fn after_commit(&self, appended: &Appended, eager: Vec<LocalTask>) {
-        self.publish_appended(appended, eager).await;
+    /// Publishes what the append wrote to the outbox (its events were queued at the
+    /// commit), runs here what it claimed, and wakes a workflow it promoted.
+    async fn after_commit(&self, appended: &Appended, eager: Vec<LocalTask>) {
+        self.publish_committed(appended, eager).await;
         if let Some(promoted) = &appended.promoted {
             let wake = self.outgoing.workflow_task(promoted, Seq::FIRST);
             if let Err(error) = self.publish(&wake).await {
