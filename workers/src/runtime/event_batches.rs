@@ -49,8 +49,8 @@ pub struct EventBatches {
     waiting: Mutex<Waiting>,
     /// Rings when an event that may not wait arrives, or the batch is full.
     hurry: Notify,
-    /// Rings when the publishing task ends with nothing left (see [`Self::drained`]).
-    drained: Notify,
+    /// Rings when the publishing task ends (see [`Self::drained`]).
+    task_ended: Notify,
 }
 
 #[derive(Debug, Default)]
@@ -88,7 +88,7 @@ impl EventBatches {
             published,
             waiting: Mutex::default(),
             hurry: Notify::new(),
-            drained: Notify::new(),
+            task_ended: Notify::new(),
         }
     }
 
@@ -145,7 +145,7 @@ impl EventBatches {
     pub async fn drained(&self, wait: Duration) -> bool {
         let empty = async {
             loop {
-                let ended = self.drained.notified();
+                let ended = self.task_ended.notified();
                 tokio::pin!(ended);
                 ended.as_mut().enable();
                 {
@@ -179,7 +179,7 @@ impl EventBatches {
                     waiting.urgent = false;
                     ended.finished = true;
                     drop(waiting);
-                    self.drained.notify_waiters();
+                    self.task_ended.notify_waiters();
                     return;
                 };
                 if waiting.urgent || waiting.events >= FULL_BATCH {
@@ -261,7 +261,7 @@ impl Drop for EndOfTask<'_> {
     fn drop(&mut self) {
         if !self.finished {
             self.batches.lock().publishing = false;
-            self.batches.drained.notify_waiters();
+            self.batches.task_ended.notify_waiters();
         }
     }
 }
