@@ -155,8 +155,8 @@ impl Journal {
         }
     }
 
-    /// Publishes messages with their `Nats-Msg-Id`, all sent before any acknowledgement
-    /// is awaited; returns which ones JetStream acknowledged.
+    /// Publishes messages with their `Nats-Msg-Id` (see [`publish_messages`]); returns
+    /// which ones JetStream acknowledged.
     pub async fn publish_all(&self, messages: &[OutboxMessage]) -> Vec<bool> {
         publish_messages(&self.js, &self.metrics, messages).await
     }
@@ -237,8 +237,18 @@ impl Journal {
     }
 }
 
-/// Publishes messages with their `Nats-Msg-Id`, all sent before any acknowledgement is
-/// awaited; returns which ones JetStream acknowledged.
+/// How many messages one call sends before it awaits their acknowledgements. Each
+/// message sent holds one of the JetStream context's acknowledgement permits (5,000,
+/// async-nats's default) until its acknowledgement is awaited, and a send waits for a
+/// permit: a call that sent more than the context has before awaiting any would wait
+/// for itself, and hold up every other publish of the process (seen with a batch of
+/// events from 1,000 workflows in flight). Far under the permits, far over a step's
+/// messages.
+const PUBLISH_WINDOW: usize = 256;
+
+/// Publishes messages with their `Nats-Msg-Id`, a window at a time: the window's
+/// messages all sent before their acknowledgements are awaited. Returns which ones
+/// JetStream acknowledged.
 pub(super) async fn publish_messages(
     js: &jetstream::Context,
     metrics: &Metrics,
@@ -246,28 +256,30 @@ pub(super) async fn publish_messages(
 ) -> Vec<bool> {
     // One warning per batch, not per message: a NATS outage fails them all alike.
     let mut first_failure: Option<(String, String)> = None;
-    let mut pending = Vec::with_capacity(messages.len());
-    for message in messages {
-        match send(js, message).await {
-            Ok(ack) => pending.push(Some(ack)),
-            Err(error) => {
-                first_failure.get_or_insert((message.subject.clone(), error.to_string()));
-                pending.push(None);
-            }
-        }
-    }
-    let mut acked = Vec::with_capacity(pending.len());
-    for (ack, message) in pending.into_iter().zip(messages) {
-        acked.push(match ack {
-            Some(ack) => match ack.await {
-                Ok(_) => true,
+    let mut acked = Vec::with_capacity(messages.len());
+    for window in messages.chunks(PUBLISH_WINDOW) {
+        let mut pending = Vec::with_capacity(window.len());
+        for message in window {
+            match send(js, message).await {
+                Ok(ack) => pending.push(Some(ack)),
                 Err(error) => {
                     first_failure.get_or_insert((message.subject.clone(), error.to_string()));
-                    false
+                    pending.push(None);
                 }
-            },
-            None => false,
-        });
+            }
+        }
+        for (ack, message) in pending.into_iter().zip(window) {
+            acked.push(match ack {
+                Some(ack) => match ack.await {
+                    Ok(_) => true,
+                    Err(error) => {
+                        first_failure.get_or_insert((message.subject.clone(), error.to_string()));
+                        false
+                    }
+                },
+                None => false,
+            });
+        }
     }
     let published = acked.iter().filter(|acked| **acked).count();
     if let Some((subject, error)) = first_failure {

@@ -105,3 +105,72 @@ async fn head_of(server: &Server, id: &str) -> u64 {
         .unwrap();
     u64::try_from(head).unwrap()
 }
+
+/// One publish of more messages than the JetStream context has acknowledgement permits
+/// (what a batch of events from a thousand workflows in flight is, beside the default
+/// 5,000): every message is acknowledged. Sent all before any acknowledgement was
+/// awaited, the sends past the permits waited for acknowledgements no one awaited, and
+/// the process's publishing stood still (`make bench`'s 1,000 in flight: 975 never
+/// heard of).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_larger_than_the_ack_permits_completes() {
+    use hcpflow_eventstore::{EventStore, OutboxMessage};
+    use hcpflow_protocol::subjects::Subjects;
+    use hcpflow_workers::runtime::journal::Journal;
+    use hcpflow_workers::runtime::metrics::Metrics;
+    use std::sync::Arc;
+
+    let Some(env) = stack("a_publish_larger_than_the_ack_permits_completes") else {
+        return;
+    };
+    let _stack = crate::support::shared().await;
+    let prefix = unique("permits");
+    let nats = async_nats::connect(crate::support::env_value(&env, "HCPFLOW_NATS_URL"))
+        .await
+        .unwrap();
+    let stream = format!("{prefix}_permits");
+    let subject = format!("{prefix}.permits");
+    let plain = async_nats::jetstream::new(nats.clone());
+    plain
+        .create_stream(async_nats::jetstream::stream::Config {
+            name: stream.clone(),
+            subjects: vec![subject.clone()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    // Fewer permits than messages, more than a publish window.
+    let js = async_nats::jetstream::ContextBuilder::new()
+        .max_ack_inflight(300)
+        .build(nats);
+    let store = EventStore::connect(&crate::support::env_value(&env, "HCPFLOW_DATABASE_URL"), 1)
+        .await
+        .unwrap();
+    let journal = Journal::new(
+        store,
+        js,
+        Subjects::new(&prefix).unwrap(),
+        Arc::new(Metrics::default()),
+        None,
+    );
+    let messages: Vec<OutboxMessage> = (0..1000)
+        .map(|n| OutboxMessage {
+            subject: subject.clone(),
+            msg_id: format!("{prefix}-{n}"),
+            payload: n.to_string().into_bytes(),
+        })
+        .collect();
+    let acked = tokio::time::timeout(Duration::from_secs(60), journal.publish_all(&messages))
+        .await
+        .expect("the publish stood still");
+    assert!(
+        acked.iter().all(|acked| *acked),
+        "some were not acknowledged"
+    );
+    let mut stream = plain.get_stream(&stream).await.unwrap();
+    assert_eq!(stream.info().await.unwrap().state.messages, 1000);
+    plain
+        .delete_stream(&stream.cached_info().config.name)
+        .await
+        .unwrap();
+}
