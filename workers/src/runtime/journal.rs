@@ -191,16 +191,12 @@ impl Journal {
             .queue(&self.outgoing, &appended.tenant, &appended.events);
         self.witnessed.record(id, &appended, true);
         self.keep_created(workflow, id, &appended, recorded_at);
+        // Its events wait in the batches, under their own bound: the task holds its rows.
         let bytes: usize = appended
-            .events
+            .outbox
             .iter()
-            .map(|event| event.body.len())
-            .sum::<usize>()
-            + appended
-                .outbox
-                .iter()
-                .map(|row| row.message.payload.len())
-                .sum::<usize>();
+            .map(|row| row.message.payload.len())
+            .sum();
         let kib = u32::try_from(bytes / 1024 + 1).unwrap_or(u32::MAX);
         match Arc::clone(&self.background_publishes).try_acquire_many_owned(kib) {
             Ok(permit) => {
