@@ -25,8 +25,12 @@ use tokio::sync::watch;
 
 use crate::runtime::journal::Journal;
 
-/// How often ended workflows are looked for.
-const TICK: Duration = Duration::from_secs(1);
+/// How often ended workflows are looked for. Short, so that each batch is small: the
+/// batch's reads, signatures and one transaction are a burst of CPU on the machine the
+/// steps run on, and at one tick a second a hundred ended workflows' burst delayed the
+/// steps beside it (measured at one workflow in flight: p99 19.5 ms with 1 s, 17.7 ms
+/// with 200 ms, and half as many steps slower than 5 ms).
+pub const TICK: Duration = Duration::from_millis(200);
 const BATCH: u32 = 100;
 const LEASE: Duration = Duration::from_secs(30);
 /// Chains verified at once: each is a read of the whole history and its hashing.
