@@ -192,6 +192,8 @@ impl Journal {
         mut shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> anyhow::Result<()> {
         let mut tick = tokio::time::interval(MARK_FLUSH_EVERY);
+        // After a stall (a slow Postgres), one flush, not the missed ones back to back.
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = shutdown.changed() => return Ok(()),

@@ -41,7 +41,7 @@ async fn a_workflow_s_events_reach_the_stream_in_order_and_are_marked_by_their_p
         let expected: Vec<u64> = (1..=head).collect();
         let on_stream = server.events_on_stream(id, expected.len()).await;
         assert_eq!(on_stream, expected, "{id}: the events stream");
-        // Marked within a few of the publisher's flushes (twice a second).
+        // Marked within a few of the publisher's flushes (every 100 ms).
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let marked: i64 = sqlx::query_scalar(

@@ -479,10 +479,10 @@ async fn the_checkpointer_does_not_spin_on_heads_it_refuses() {
     assert!(before > 0, "the checkpointer never scanned");
     tokio::time::sleep(Duration::from_secs(4)).await;
     let scans = counter(&metrics_addr, "hcpflow_checkpoint_scans_total").await - before;
-    // One scan a tick, with some slack for a slow machine's timing; a loop that spins
-    // scans thousands of times.
-    let ticks =
-        Duration::from_secs(4).as_millis() / hcpflow_workers::roles::checkpointer::TICK.as_millis();
+    // A scan that signs nothing (every head refused) waits the idle tick: one scan a
+    // second, with some slack for a slow machine's timing.
+    let ticks = Duration::from_secs(4).as_millis()
+        / hcpflow_workers::roles::checkpointer::IDLE_TICK.as_millis();
     let most = u64::try_from(ticks * 3 / 2 + 2).expect("a small number");
     assert!(
         scans <= most,
