@@ -31,7 +31,7 @@ use crate::runtime::journal::Journal;
 /// a hundred ended workflows' burst delayed the steps beside it (measured at one
 /// workflow in flight: p99 19.5 ms with 1 s, 17.7 ms with 200 ms, a third fewer steps
 /// slower than 5 ms).
-pub const TICK: Duration = Duration::from_millis(200);
+const TICK: Duration = Duration::from_millis(200);
 /// How soon a scan that found nothing to sign (or failed) looks again. Longer: each
 /// scan reads the index row of every live workflow (they are signed every
 /// `live_every`), thousands under load, and a second's delay in signing costs nothing.

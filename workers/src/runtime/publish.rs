@@ -245,7 +245,7 @@ impl Journal {
 /// it marks (an ended workflow's leaves the relay's open set, which no step's update
 /// can do in place), and twice a second at a hundred workflows ending a second that was
 /// a statement of 3-6 ms beside the steps.
-pub const MARK_FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+const MARK_FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// How many messages one call sends before it awaits their acknowledgements. Each
 /// message sent holds one of the JetStream context's acknowledgement permits (5,000,
