@@ -10,6 +10,15 @@ mkdir -p "$(dirname "$log")"
 cargo test --workspace --locked "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 
+# What each failing test said, gathered above the totals: a CI page that shows only
+# the log's end would otherwise lose the messages among backtraces and later output.
+# (Test threads are named after their tests, which have a path; a task's worker
+# thread panicking on purpose does not.)
+awk '/^thread .*::.* panicked at / { if (!seen++) print "== what the failing tests said"
+                                     print "  " $0; lines = 0; printing = 1; next }
+     printing && (/^stack backtrace:/ || /^note: / || /^thread / || /^test / || lines >= 12) { printing = 0 }
+     printing { print "    " substr($0, 1, 300); lines++ }' "$log"
+
 awk '/^test result:/ {
        for (i = 1; i <= NF; i++) {
          if ($(i) ~ /^passed;?$/) passed += $(i-1)

@@ -359,10 +359,11 @@ pub(crate) async fn guest_holdings(moto: &AwsClients, infra_id: &str) -> (usize,
     (load_balancers, volumes, buckets)
 }
 
-/// Waits (up to 20 s) until the guest has made its load balancers, volume and registry
-/// bucket: the emulated guest makes them once the NodePools are ready, at its own pace.
+/// Waits (up to 60 s) until the guest has made its load balancers, volume and registry
+/// bucket: the emulated guest makes them once the NodePools are ready, at its own pace,
+/// which is slow when other tests keep moto busy.
 pub(crate) async fn wait_for_guest(moto: &AwsClients, infra_id: &str) {
-    for _ in 0..100 {
+    for _ in 0..300 {
         let (load_balancers, volumes, buckets) = guest_holdings(moto, infra_id).await;
         if load_balancers >= 2 && volumes >= 1 && buckets >= 1 {
             return;

@@ -519,9 +519,14 @@ pub(crate) fn output_text(output: &std::process::Output) -> (String, String) {
     )
 }
 
-/// stdout as JSON, after checking the command succeeded.
+/// stdout as JSON, after checking the command succeeded (stderr first in the failure:
+/// it says why, and stdout may be long).
 pub(crate) fn output_json(output: &std::process::Output) -> Value {
     let (stdout, stderr) = output_text(output);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        output.status.success(),
+        "{}\nstderr: {stderr}\nstdout: {stdout}",
+        output.status
+    );
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
