@@ -12,11 +12,14 @@ status=${PIPESTATUS[0]}
 
 # What each failing test said, gathered above the totals: a CI page that shows only
 # the log's end would otherwise lose the messages among backtraces and later output.
-# (Test threads are named after their tests, which have a path; a task's worker
-# thread panicking on purpose does not.)
+# Test threads are named after their tests, which have a path: the worker threads of
+# the servers the tests start ('main', 'tokio-rt-worker') are left out. (A passing
+# test's output, its deliberate panics included, is not in the log unless the
+# arguments ask for it: --nocapture would show those here too.)
 awk '/^thread .*::.* panicked at / { if (!seen++) print "== what the failing tests said"
                                      print "  " $0; lines = 0; printing = 1; next }
-     printing && (/^stack backtrace:/ || /^note: / || /^thread / || /^test / || lines >= 12) { printing = 0 }
+     printing && (/^stack backtrace:/ || /^note: / || /^thread / || /^test / || /^---- / ||
+                  /^failures:/ || lines >= 12) { printing = 0 }
      printing { print "    " substr($0, 1, 300); lines++ }' "$log"
 
 awk '/^test result:/ {

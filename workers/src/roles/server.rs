@@ -304,6 +304,7 @@ impl Process {
         let pool_size = config
             .database_pool_size
             .unwrap_or_else(|| default_pool_size(&config, roles));
+        check_pool_size(pool_size, roles)?;
         // Steps of different workflows that are ready together share a statement and a
         // commit (group commit), written on the writers' own connections: the pool
         // size counts them.
@@ -611,6 +612,44 @@ fn default_pool_size(config: &Config, roles: &[Role]) -> u32 {
     u32::try_from(size).unwrap_or(u32::MAX).min(96)
 }
 
+/// Connections the work of any roles needs, beyond those held for good. With one,
+/// everything waits its turn for it (measured at M=10 C=16 with every role: a quarter
+/// fewer steps a second than with two); with none, nothing is ever answered.
+const WORKING_CONNECTIONS: u32 = 1;
+
+/// The connections `roles` hold for as long as the process runs, and by whom: the
+/// group-commit writers' own, and a LISTEN connection each for the relay and the timer
+/// service.
+fn held_connections(roles: &[Role]) -> Vec<(u32, &'static str)> {
+    let writers = u32::try_from(hcpflow_eventstore::group::DEFAULT_WRITERS).unwrap_or(u32::MAX);
+    let mut held = vec![(writers, "the group-commit writers")];
+    if roles.contains(&Role::Relay) {
+        held.push((1, "the relay's LISTEN"));
+    }
+    if roles.contains(&Role::Timer) {
+        held.push((1, "the timer service's LISTEN"));
+    }
+    held
+}
+
+/// Refuses a pool too small for `roles`: with every connection held, the API, the
+/// steps and the timers would wait for one that never comes.
+fn check_pool_size(pool_size: u32, roles: &[Role]) -> anyhow::Result<()> {
+    let held = held_connections(roles);
+    let least = held.iter().map(|(n, _)| n).sum::<u32>() + WORKING_CONNECTIONS;
+    if pool_size < least {
+        let names: Vec<String> = roles.iter().map(ToString::to_string).collect();
+        let holders: Vec<String> = held.iter().map(|(n, by)| format!("{n} by {by}")).collect();
+        anyhow::bail!(
+            "database_pool_size {pool_size} is too small for the roles {}: connections held for good ({}) leave none for the work; give at least {least}, better {} (--database-pool-size, HCPFLOW_DATABASE_POOL_SIZE), or leave it unset to size it by the roles",
+            names.join(","),
+            holders.join(", "),
+            least + 1
+        );
+    }
+    Ok(())
+}
+
 /// Turns SIGINT or SIGTERM into a shutdown signal.
 pub fn shutdown_on_signals() -> watch::Receiver<bool> {
     let (sender, receiver) = watch::channel(false);
@@ -641,7 +680,23 @@ fn hostname() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{in_start_order, Role};
+    use super::{check_pool_size, in_start_order, Role};
+
+    #[test]
+    fn a_pool_the_roles_would_starve_is_refused() {
+        let all = Role::ALL;
+        let error = check_pool_size(4, &all).unwrap_err().to_string();
+        assert!(error.contains("at least 5"), "{error}");
+        assert!(
+            error.contains("api,workflow,activity,relay,timer"),
+            "{error}"
+        );
+        assert!(check_pool_size(5, &all).is_ok());
+        // Without the relay and the timers, nothing listens: the writers hold two.
+        assert!(check_pool_size(3, &[Role::Api]).is_ok());
+        assert!(check_pool_size(2, &[Role::Activity]).is_err());
+        assert!(check_pool_size(3, &[Role::Relay]).is_err());
+    }
 
     #[test]
     fn roles_that_take_work_start_after_eager_dispatch() {

@@ -220,7 +220,7 @@ async fn tampering_is_named_and_exports_verify_offline() {
     assert!(exported.status.success(), "{:?}", output_text(&exported));
     let offline = run_cli(&server, &["audit", "verify-file", file_arg]).await;
     let (stdout, stderr) = output_text(&offline);
-    assert!(offline.status.success(), "{stdout}\n{stderr}");
+    assert!(offline.status.success(), "{stderr}\n{stdout}");
     assert!(
         stdout.contains("chain and signature verified") && stdout.contains("deterministic"),
         "{stdout}"
@@ -322,7 +322,7 @@ async fn verify_trusts_only_the_key_it_is_given_never_the_one_the_server_reports
     .await
     .unwrap();
     let (stdout, stderr) = output_text(&pinned);
-    assert!(pinned.status.success(), "{stdout}\n{stderr}");
+    assert!(pinned.status.success(), "{stderr}\n{stdout}");
     assert!(stdout.contains("chain verified"), "{stdout}");
     std::fs::remove_dir_all(dir).unwrap();
 }

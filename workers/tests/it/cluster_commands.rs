@@ -88,7 +88,7 @@ async fn the_cluster_commands_drive_a_cluster_through_its_life() {
     )
     .await;
     let (stdout, stderr) = output_text(&scaled);
-    assert!(scaled.status.success(), "{stdout}\n{stderr}");
+    assert!(scaled.status.success(), "{stderr}\n{stdout}");
     assert!(
         stdout.contains(&format!("✓ kube.scale_node_pool {pool} → 3")),
         "{stdout}"
@@ -114,7 +114,7 @@ async fn the_cluster_commands_drive_a_cluster_through_its_life() {
     assert_eq!(submitted["status"], "started", "{submitted}");
     let followed = run_cli(&server, &["cluster", "status", &name, "--follow"]).await;
     let (stdout, stderr) = output_text(&followed);
-    assert!(followed.status.success(), "{stdout}\n{stderr}");
+    assert!(followed.status.success(), "{stderr}\n{stdout}");
     assert!(stdout.contains("● completed"), "{stdout}");
     assert!(stdout.contains("✓ aws.delete_vpc"), "{stdout}");
     assert_eq!(

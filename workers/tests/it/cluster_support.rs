@@ -359,18 +359,21 @@ pub(crate) async fn guest_holdings(moto: &AwsClients, infra_id: &str) -> (usize,
     (load_balancers, volumes, buckets)
 }
 
-/// Waits (up to 60 s) until the guest has made its load balancers, volume and registry
-/// bucket: the emulated guest makes them once the NodePools are ready, at its own pace,
-/// which is slow when other tests keep moto busy.
+/// Waits (60 s at most) until the guest has made its load balancers, volume and
+/// registry bucket: the emulated guest makes them once the NodePools are ready, at its
+/// own pace, which is slow when other tests keep moto busy.
 pub(crate) async fn wait_for_guest(moto: &AwsClients, infra_id: &str) {
-    for _ in 0..300 {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
         let (load_balancers, volumes, buckets) = guest_holdings(moto, infra_id).await;
         if load_balancers >= 2 && volumes >= 1 && buckets >= 1 {
             return;
         }
+        if tokio::time::Instant::now() >= deadline {
+            panic!("in 60 s the guest of {infra_id} made {load_balancers} load balancers (2 expected), {volumes} volumes and {buckets} registry buckets (1 each)");
+        }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
-    panic!("the guest of {infra_id} made no load balancers, volume or registry bucket");
 }
 
 impl Holdings {

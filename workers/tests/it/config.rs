@@ -61,3 +61,25 @@ fn flags_beat_the_environment_which_beats_the_file_which_beats_defaults() {
     assert_eq!(defaults_only["max_body_bytes"], 10);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A pool whose every connection the roles hold for good is refused before anything
+/// connects, with the least size that works; none is needed to see it.
+#[test]
+fn a_pool_the_roles_would_starve_is_refused_at_start() {
+    let output = Command::new(env!("CARGO_BIN_EXE_hcpflow"))
+        .env_clear()
+        .env(
+            "HCPFLOW_DATABASE_URL",
+            "postgres://app:secret@127.0.0.1:1/hcpflow",
+        )
+        .env("HCPFLOW_NATS_URL", "nats://127.0.0.1:1")
+        .args(["server", "--database-pool-size", "4"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("database_pool_size 4 is too small") && stderr.contains("at least 5"),
+        "{stderr}"
+    );
+}
