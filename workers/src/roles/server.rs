@@ -298,23 +298,22 @@ impl Process {
         shutdown: watch::Receiver<bool>,
     ) -> anyhow::Result<Self> {
         let subjects = Subjects::new(&config.prefix)?;
-        if let Some(admin) = &config.database_admin_url {
-            migrate::database(admin.expose(), Some(config.database_url.expose())).await?;
-        }
         let pool_size = config
             .database_pool_size
             .unwrap_or_else(|| default_pool_size(&config, roles));
-        check_pool_size(pool_size, roles)?;
         // Steps of different workflows that are ready together share a statement and a
         // commit (group commit), written on the writers' own connections: the pool
         // size counts them.
-        let store = EventStore::connect_with_group_commit(
-            config.database_url.expose(),
-            pool_size,
-            hcpflow_eventstore::group::DEFAULT_WRITERS,
-        )
-        .await
-        .context("connecting to Postgres")?;
+        let writers = hcpflow_eventstore::group::DEFAULT_WRITERS;
+        // Before anything connects: a refused size migrates nothing either.
+        check_pool_size(pool_size, roles, writers)?;
+        if let Some(admin) = &config.database_admin_url {
+            migrate::database(admin.expose(), Some(config.database_url.expose())).await?;
+        }
+        let store =
+            EventStore::connect_with_group_commit(config.database_url.expose(), pool_size, writers)
+                .await
+                .context("connecting to Postgres")?;
         if config.database_admin_url.is_none() {
             wait_for_schema(&store, shutdown.clone()).await?;
         }
@@ -620,8 +619,8 @@ const WORKING_CONNECTIONS: u32 = 1;
 /// The connections `roles` hold for as long as the process runs, and by whom: the
 /// group-commit writers' own, and a LISTEN connection each for the relay and the timer
 /// service.
-fn held_connections(roles: &[Role]) -> Vec<(u32, &'static str)> {
-    let writers = u32::try_from(hcpflow_eventstore::group::DEFAULT_WRITERS).unwrap_or(u32::MAX);
+fn held_connections(roles: &[Role], writers: usize) -> Vec<(u32, &'static str)> {
+    let writers = u32::try_from(writers.max(1)).unwrap_or(u32::MAX);
     let mut held = vec![(writers, "the group-commit writers")];
     if roles.contains(&Role::Relay) {
         held.push((1, "the relay's LISTEN"));
@@ -634,8 +633,8 @@ fn held_connections(roles: &[Role]) -> Vec<(u32, &'static str)> {
 
 /// Refuses a pool too small for `roles`: with every connection held, the API, the
 /// steps and the timers would wait for one that never comes.
-fn check_pool_size(pool_size: u32, roles: &[Role]) -> anyhow::Result<()> {
-    let held = held_connections(roles);
+fn check_pool_size(pool_size: u32, roles: &[Role], writers: usize) -> anyhow::Result<()> {
+    let held = held_connections(roles, writers);
     let least = held.iter().map(|(n, _)| n).sum::<u32>() + WORKING_CONNECTIONS;
     if pool_size < least {
         let names: Vec<String> = roles.iter().map(ToString::to_string).collect();
@@ -685,17 +684,27 @@ mod tests {
     #[test]
     fn a_pool_the_roles_would_starve_is_refused() {
         let all = Role::ALL;
-        let error = check_pool_size(4, &all).unwrap_err().to_string();
+        let error = check_pool_size(4, &all, 2).unwrap_err().to_string();
         assert!(error.contains("at least 5"), "{error}");
         assert!(
             error.contains("api,workflow,activity,relay,timer"),
             "{error}"
         );
-        assert!(check_pool_size(5, &all).is_ok());
+        assert!(error.contains("1 by the timer service's LISTEN"), "{error}");
+        assert!(check_pool_size(5, &all, 2).is_ok());
+        assert!(check_pool_size(5, &all, 3).is_err());
         // Without the relay and the timers, nothing listens: the writers hold two.
-        assert!(check_pool_size(3, &[Role::Api]).is_ok());
-        assert!(check_pool_size(2, &[Role::Activity]).is_err());
-        assert!(check_pool_size(3, &[Role::Relay]).is_err());
+        assert!(check_pool_size(3, &[Role::Api], 2).is_ok());
+        assert!(check_pool_size(2, &[Role::Activity], 2).is_err());
+        // Only the holders there are named.
+        let error = check_pool_size(3, &[Role::Relay], 2)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("(2 by the group-commit writers, 1 by the relay's LISTEN)"),
+            "{error}"
+        );
+        assert!(!error.contains("timer"), "{error}");
     }
 
     #[test]
