@@ -140,6 +140,24 @@ impl EventBatches {
         }
     }
 
+    /// Called as workflow `id`'s last append goes to Postgres. When every event waiting
+    /// is that workflow's own, they go now, while that write is in flight, instead of
+    /// with its end when it commits: whoever waits for the end then hears of it with
+    /// only the last append's events ahead of it (at one workflow in flight, a dozen
+    /// fewer messages, ~0.3 ms, between the commit and the end on the stream). Other
+    /// workflows' events waiting too (load) keep their linger; the end's commit sends
+    /// them as before.
+    pub(super) fn send_ahead_of_end(&self, id: &WorkflowId) {
+        {
+            let mut waiting = self.lock();
+            if !waiting.only_of(id) {
+                return;
+            }
+            waiting.urgent = true;
+        }
+        self.hurry.notify_one();
+    }
+
     /// Sends what waits now and waits until it is published, at most `wait`; whether
     /// it was. For a process that stops: what is left is the relay's.
     pub async fn drained(&self, wait: Duration) -> bool {
@@ -240,6 +258,11 @@ impl EventBatches {
 }
 
 impl Waiting {
+    /// Whether events wait, and all of them are workflow `id`'s.
+    fn only_of(&self, id: &WorkflowId) -> bool {
+        !self.runs.is_empty() && self.runs.iter().all(|run| run.workflow_id == *id)
+    }
+
     /// Everything waiting, taken to be published; the task publishing it stays.
     fn take_batch(&mut self) -> Vec<Run> {
         self.events = 0;
@@ -263,5 +286,33 @@ impl Drop for EndOfTask<'_> {
             self.batches.lock().publishing = false;
             self.batches.task_ended.notify_waiters();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_of(id: &str) -> Run {
+        Run {
+            workflow_id: WorkflowId::new(id).unwrap(),
+            first: Seq::FIRST,
+            messages: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn only_a_workflow_s_own_waiting_events_go_ahead_of_its_end() {
+        let ending = WorkflowId::new("ending").unwrap();
+        let mut waiting = Waiting::default();
+        assert!(!waiting.only_of(&ending), "nothing waits");
+        waiting.runs.push(run_of("ending"));
+        waiting.runs.push(run_of("ending"));
+        assert!(waiting.only_of(&ending));
+        waiting.runs.push(run_of("another"));
+        assert!(
+            !waiting.only_of(&ending),
+            "another workflow's events wait too"
+        );
     }
 }

@@ -191,6 +191,9 @@ impl Journal {
             .queue(&self.outgoing, &appended.tenant, &appended.events);
         self.witnessed.record(id, &appended, true);
         self.keep_created(workflow, id, &appended, recorded_at);
+        // The first activity starts before the start is answered (the answer waits on
+        // NATS, the activity on nothing), with the history it will step on cached.
+        let refused = self.hand_over_here(eager);
         // Its events wait in the batches, under their own bound: the task holds its rows.
         let bytes: usize = appended
             .outbox
@@ -202,11 +205,11 @@ impl Journal {
             Ok(permit) => {
                 let journal = Arc::clone(self);
                 tokio::spawn(async move {
-                    journal.publish_committed(&appended, eager).await;
+                    journal.publish_rest(&appended, refused).await;
                     drop(permit);
                 });
             }
-            Err(_) => self.publish_committed(&appended, eager).await,
+            Err(_) => self.publish_rest(&appended, refused).await,
         }
         Ok(())
     }

@@ -107,15 +107,28 @@ impl Journal {
     /// append's outbox rows and remembers what NATS acknowledged. A failure is only
     /// logged: the relay publishes whatever is left.
     pub async fn publish_committed(&self, appended: &Appended, eager: Vec<LocalTask>) {
-        for local in eager {
-            let refused = match self.eager.get() {
+        let refused = self.hand_over_here(eager);
+        self.publish_rest(appended, refused).await;
+    }
+
+    /// Hands the activity tasks this process claimed to its activity workers, without
+    /// waiting for anything; returns those no worker here took (one that is gone,
+    /// shutting down), which go to NATS ([`Self::publish_rest`]).
+    pub fn hand_over_here(&self, eager: Vec<LocalTask>) -> Vec<LocalTask> {
+        eager
+            .into_iter()
+            .filter_map(|local| match self.eager.get() {
                 Some(dispatch) => dispatch.hand_over(local).err().map(|refused| *refused),
                 None => Some(local),
-            };
-            // A worker that is gone (shutting down) leaves its task to NATS.
-            if let Some(local) = refused {
-                self.hand_to_nats(&local.task, &local.message).await;
-            }
+            })
+            .collect()
+    }
+
+    /// What follows the hand-over: the tasks refused here to NATS, then the append's
+    /// outbox rows.
+    pub async fn publish_rest(&self, appended: &Appended, refused: Vec<LocalTask>) {
+        for local in refused {
+            self.hand_to_nats(&local.task, &local.message).await;
         }
         let rows = &appended.outbox;
         if !rows.is_empty() {

@@ -134,6 +134,9 @@ impl Journal {
             // Only an append is checked against the database; a decision to do nothing
             // on a possibly stale copy is made again on a fresh read below.
             if let Some(batch) = batch {
+                if batch.status.is_some_and(WorkflowStatus::is_terminal) {
+                    self.events.send_ahead_of_end(id);
+                }
                 // A failed append's decision, dropped, gives back its marks.
                 match self.store.append_known(&summary, &batch).await {
                     Ok(appended) => return Ok((Some(appended), decision.committed())),
