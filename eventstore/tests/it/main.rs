@@ -16,6 +16,7 @@ mod known_and_published;
 mod large_history;
 mod notify;
 mod registry;
+mod row_checks;
 mod support;
 mod tamper;
 mod tls;
