@@ -89,6 +89,25 @@ async fn each_condition_still_refuses_the_row_that_breaks_it() {
             "{sql}"
         );
     }
+    // One CHECK constraint a table, no other: one left over would be evaluated too.
+    let checks: Vec<(String, String)> = sqlx::query_as(
+        "SELECT conrelid::regclass::text, conname::text FROM pg_constraint
+          WHERE contype = 'c' AND conrelid IN ('workflows'::regclass, 'events'::regclass,
+                                               'attempt_claims'::regclass)
+          ORDER BY 1",
+    )
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        checks,
+        [
+            ("attempt_claims", "attempt_claims_row_check"),
+            ("events", "events_row_check"),
+            ("workflows", "workflows_row_check"),
+        ]
+        .map(|(table, name)| (table.to_owned(), name.to_owned()))
+    );
     // Nothing of them was written: the history is whole, and the new id was not taken.
     store.verify_history(&id).await.unwrap();
     let taken: bool =

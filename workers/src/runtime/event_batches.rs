@@ -6,7 +6,10 @@
 //! publishing cost NATS, and this process's NATS connection, a wake-up and a flush for
 //! every step — at one workflow in flight more CPU than the step's own write, taken
 //! from the two cores the step runs on. A workflow's end is not held: a terminal event
-//! sends what waits at once, so that whoever waits for it hears of it on its commit.
+//! sends what waits at once, so that whoever waits for it hears of it on its commit;
+//! and when all that waits is the ending workflow's own, it goes while the last append
+//! is being written ([`EventBatches::send_ahead_of_end`]), so that little is ahead of
+//! the end.
 //!
 //! One batch is published at a time, in the order the appends queued their events, so
 //! a workflow's events reach the stream in order. Nothing is lost by waiting: the
