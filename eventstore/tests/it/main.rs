@@ -14,6 +14,7 @@ mod concurrency;
 mod group;
 mod known_and_published;
 mod large_history;
+mod log_statistics;
 mod notify;
 mod registry;
 mod row_checks;
