@@ -114,7 +114,7 @@ impl Journal {
     /// Hands the activity tasks this process claimed to its activity workers, without
     /// waiting for anything; returns those no worker here took (one that is gone,
     /// shutting down), which go to NATS ([`Self::publish_rest`]).
-    pub fn hand_over_here(&self, eager: Vec<LocalTask>) -> Vec<LocalTask> {
+    pub(super) fn hand_over_here(&self, eager: Vec<LocalTask>) -> Vec<LocalTask> {
         eager
             .into_iter()
             .filter_map(|local| match self.eager.get() {
@@ -126,7 +126,7 @@ impl Journal {
 
     /// What follows the hand-over: the tasks refused here to NATS, then the append's
     /// outbox rows.
-    pub async fn publish_rest(&self, appended: &Appended, refused: Vec<LocalTask>) {
+    pub(super) async fn publish_rest(&self, appended: &Appended, refused: Vec<LocalTask>) {
         for local in refused {
             self.hand_to_nats(&local.task, &local.message).await;
         }
