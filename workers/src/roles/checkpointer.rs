@@ -24,6 +24,7 @@ use hcpflow_eventstore::{Error as StoreError, OutboxMessage, UnsignedHead};
 use tokio::sync::watch;
 
 use crate::runtime::journal::Journal;
+use crate::runtime::witnessed::Vouch;
 
 /// How soon a scan that found heads to sign looks again: workflows are ending, and
 /// small batches often keep each burst short. A batch's reads, signatures and
@@ -102,17 +103,16 @@ impl Checkpointer {
         }
         let checked: Vec<(UnsignedHead, Result<bool, ChainCheck>)> = stream::iter(readable)
             .map(|head| async move {
-                let witnessed = &self.journal.witnessed;
-                let check = if witnessed.vouches_for(&head) {
-                    self.journal.metrics.checkpoint_heads_witnessed.inc();
-                    Ok(true)
-                } else {
-                    self.journal.metrics.checkpoint_chains_read.inc();
-                    match self.check_chain(&head).await {
-                        // A step records its head just after its commit: one the scan
-                        // found in between is vouched for by the time its read is in.
-                        Err(ChainCheck::Refused(_)) if witnessed.vouches_for(&head) => Ok(true),
-                        check => check,
+                let check = match self.journal.witnessed.vouch(&head) {
+                    Vouch::Witnessed => {
+                        self.journal.metrics.checkpoint_heads_witnessed.inc();
+                        Ok(true)
+                    }
+                    // Possibly committed and not yet recorded: the next scan signs it.
+                    Vouch::AppendInFlight => Ok(false),
+                    Vouch::Unknown => {
+                        self.journal.metrics.checkpoint_chains_read.inc();
+                        self.check_chain(&head).await
                     }
                 };
                 (head, check)
@@ -126,7 +126,8 @@ impl Checkpointer {
         for (head, check) in checked {
             match check {
                 Ok(true) => {}
-                // The workflow moved on since the scan: the next scan signs the new head.
+                // The workflow moved on since the scan (or is moving here): the next scan
+                // signs the new head.
                 Ok(false) => continue,
                 Err(ChainCheck::Refused(reason)) => {
                     tracing::error!(workflow_id = %head.workflow_id, seq = head.seq.get(), %reason, "history does not verify: its head is not signed");

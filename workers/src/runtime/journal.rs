@@ -182,6 +182,7 @@ impl Journal {
     ) -> Result<(), hcpflow_eventstore::Error> {
         let (mut batch, eager, marks) = self.batch(id, Seq::FIRST, write);
         batch.recorded_at = Some(recorded_at);
+        let appending = self.witnessed.appending(id);
         // A start that fails (a duplicate, an outage) gives its marks back as it returns.
         let appended = self.store.create_workflow(workflow, batch).await?;
         marks.committed();
@@ -190,6 +191,7 @@ impl Journal {
         self.events
             .queue(&self.outgoing, &appended.tenant, &appended.events);
         self.witnessed.record(id, &appended, true);
+        drop(appending);
         self.keep_created(workflow, id, &appended, recorded_at);
         // The first activity starts before the start is answered (the answer waits on
         // NATS, the activity on nothing), with the history it will step on cached.

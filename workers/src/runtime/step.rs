@@ -85,6 +85,8 @@ impl Journal {
         mut inputs: impl FnMut(&WorkflowSummary, &[HistoryEvent]) -> Option<Write> + Send,
     ) -> Result<StepOutcome, StoreError> {
         let turn = self.step_gate.enter(id).await;
+        // Until its head is recorded, the checkpointer leaves the workflow's head alone.
+        let appending = self.witnessed.appending(id);
         let (appended, mut decision) = self.decide_and_append(id, &mut inputs).await?;
         if let Some(appended) = &appended {
             let whole_chain = decision.seen.as_ref().is_some_and(|seen| seen.witnessed);
@@ -93,6 +95,7 @@ impl Journal {
             self.events
                 .queue(&self.outgoing, &appended.tenant, &appended.events);
         }
+        drop(appending);
         // The next step of this workflow here starts from what this one appended, or
         // from the history it found when it appended nothing.
         match (&appended, decision.seen.take()) {

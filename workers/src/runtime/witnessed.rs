@@ -11,11 +11,19 @@
 //! process, a history this process read from the database with a head it had not
 //! cached as its own, an index row moved behind the engine's back) is verified in full.
 //!
+//! An append of a workflow is marked *in flight* from before its statement is sent
+//! until its head is recorded ([`WitnessedHeads::appending`]). Its commit is visible to
+//! the checkpointer's scan a moment before the step records the head; a head found in
+//! that moment is left for the next scan ([`Vouch::AppendInFlight`]) rather than read
+//! back and, on a history changed behind the engine's back, refused for good.
+//!
 //! Bounded: at most [`CAPACITY`] heads, roughly the oldest evicted first (an evicted
 //! head costs one verification). Recording is off until the process's
 //! checkpointer turns it on, so a process without one keeps nothing.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use hcpflow_engine::{ChainHash, Seq, WorkflowId};
 use hcpflow_eventstore::{Appended, UnsignedHead};
@@ -34,10 +42,25 @@ struct Witnessed {
     ends: bool,
 }
 
+/// What this process can say of a head the checkpointer found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vouch {
+    /// This process wrote it, on a chain it wrote whole: signed without a read.
+    Witnessed,
+    /// An append of the workflow is in flight here: the head may be its, not recorded
+    /// yet. The next scan decides.
+    AppendInFlight,
+    /// Nothing known: the chain is read back and verified.
+    Unknown,
+}
+
 #[derive(Debug)]
 pub struct WitnessedHeads {
     enabled: AtomicBool,
     heads: Cache<WorkflowId, Witnessed>,
+    /// Appends in flight, by workflow (a count: a start and a step never overlap, but
+    /// nothing here relies on it).
+    in_flight: Mutex<HashMap<WorkflowId, u32>>,
 }
 
 impl Default for WitnessedHeads {
@@ -51,6 +74,7 @@ impl WitnessedHeads {
         Self {
             enabled: AtomicBool::new(false),
             heads: Cache::new(capacity),
+            in_flight: Mutex::new(HashMap::new()),
         }
     }
 
@@ -84,14 +108,71 @@ impl WitnessedHeads {
         self.heads.remove(id);
     }
 
+    /// Marks an append of `id` in flight until the returned guard drops: hold it from
+    /// before the append's statement is sent until its head is recorded.
+    pub fn appending<'a>(&'a self, id: &WorkflowId) -> Appending<'a> {
+        if !self.enabled.load(Ordering::Relaxed) {
+            return Appending {
+                heads: self,
+                id: None,
+            };
+        }
+        *self.in_flight().entry(id.clone()).or_insert(0) += 1;
+        Appending {
+            heads: self,
+            id: Some(id.clone()),
+        }
+    }
+
     /// Whether `head` is exactly the head this process wrote, its chain whole, and —
-    /// for an ended workflow — its end event.
-    pub fn vouches_for(&self, head: &UnsignedHead) -> bool {
-        self.heads.get(&head.workflow_id).is_some_and(|witnessed| {
+    /// for an ended workflow — its end event; or may be one it has yet to record.
+    pub fn vouch(&self, head: &UnsignedHead) -> Vouch {
+        // Checked first: the step records its head before it ends the mark, so a head
+        // committed before this scan read it is either recorded or still marked.
+        if self.in_flight().contains_key(&head.workflow_id) {
+            return Vouch::AppendInFlight;
+        }
+        let witnessed = self.heads.get(&head.workflow_id).is_some_and(|witnessed| {
             witnessed.seq == head.seq
                 && witnessed.hash == head.head_hash
                 && (witnessed.ends || !head.status.is_terminal())
-        })
+        });
+        if witnessed {
+            Vouch::Witnessed
+        } else {
+            Vouch::Unknown
+        }
+    }
+
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<WorkflowId, u32>> {
+        // The map is consistent at every unlock: a panic elsewhere cannot tear it.
+        self.in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// An append in flight (see [`WitnessedHeads::appending`]). Dropping it ends the mark
+/// whatever became of the append: one that failed leaves the head it found, which the
+/// index row still shows, or — its commit unknown — a head the checkpointer reads back.
+#[derive(Debug)]
+pub struct Appending<'a> {
+    heads: &'a WitnessedHeads,
+    id: Option<WorkflowId>,
+}
+
+impl Drop for Appending<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let mut in_flight = self.heads.in_flight();
+        if let Some(count) = in_flight.get_mut(&id) {
+            *count -= 1;
+            if *count == 0 {
+                in_flight.remove(&id);
+            }
+        }
     }
 }
 
@@ -128,6 +209,10 @@ mod tests {
         }
     }
 
+    fn vouched(heads: &WitnessedHeads, head: &UnsignedHead) -> bool {
+        heads.vouch(head) == Vouch::Witnessed
+    }
+
     fn head(
         workflow: &WorkflowId,
         seq: u64,
@@ -149,14 +234,29 @@ mod tests {
         let w = id("w1");
         let hash = ChainHash::GENESIS.next(b"x");
         heads.record(&w, &appended(&w, 5, "WorkflowCompleted", hash), true);
-        assert!(heads.vouches_for(&head(&w, 5, hash, WorkflowStatus::Completed)));
+        assert!(vouched(
+            &heads,
+            &head(&w, 5, hash, WorkflowStatus::Completed)
+        ));
         // Another seq, another hash, another workflow: verified in full.
-        assert!(!heads.vouches_for(&head(&w, 4, hash, WorkflowStatus::Completed)));
+        assert!(!vouched(
+            &heads,
+            &head(&w, 4, hash, WorkflowStatus::Completed)
+        ));
         let other = ChainHash::GENESIS.next(b"y");
-        assert!(!heads.vouches_for(&head(&w, 5, other, WorkflowStatus::Completed)));
-        assert!(!heads.vouches_for(&head(&id("w2"), 5, hash, WorkflowStatus::Completed)));
+        assert!(!vouched(
+            &heads,
+            &head(&w, 5, other, WorkflowStatus::Completed)
+        ));
+        assert!(!vouched(
+            &heads,
+            &head(&id("w2"), 5, hash, WorkflowStatus::Completed)
+        ));
         heads.forget(&w);
-        assert!(!heads.vouches_for(&head(&w, 5, hash, WorkflowStatus::Completed)));
+        assert!(!vouched(
+            &heads,
+            &head(&w, 5, hash, WorkflowStatus::Completed)
+        ));
     }
 
     #[test]
@@ -166,8 +266,11 @@ mod tests {
         let w = id("w1");
         let hash = ChainHash::GENESIS.next(b"x");
         heads.record(&w, &appended(&w, 3, "ActivityScheduled", hash), true);
-        assert!(heads.vouches_for(&head(&w, 3, hash, WorkflowStatus::Running)));
-        assert!(!heads.vouches_for(&head(&w, 3, hash, WorkflowStatus::Completed)));
+        assert!(vouched(&heads, &head(&w, 3, hash, WorkflowStatus::Running)));
+        assert!(!vouched(
+            &heads,
+            &head(&w, 3, hash, WorkflowStatus::Completed)
+        ));
     }
 
     #[test]
@@ -179,8 +282,14 @@ mod tests {
         heads.record(&w, &appended(&w, 3, "ActivityScheduled", first), true);
         let second = first.next(b"y");
         heads.record(&w, &appended(&w, 4, "ActivityCompleted", second), false);
-        assert!(!heads.vouches_for(&head(&w, 3, first, WorkflowStatus::Running)));
-        assert!(!heads.vouches_for(&head(&w, 4, second, WorkflowStatus::Running)));
+        assert!(!vouched(
+            &heads,
+            &head(&w, 3, first, WorkflowStatus::Running)
+        ));
+        assert!(!vouched(
+            &heads,
+            &head(&w, 4, second, WorkflowStatus::Running)
+        ));
     }
 
     #[test]
@@ -189,12 +298,54 @@ mod tests {
         let w = id("w0");
         let hash = ChainHash::GENESIS.next(b"x");
         heads.record(&w, &appended(&w, 1, "ActivityScheduled", hash), true);
-        assert!(!heads.vouches_for(&head(&w, 1, hash, WorkflowStatus::Running)));
+        assert!(!vouched(
+            &heads,
+            &head(&w, 1, hash, WorkflowStatus::Running)
+        ));
         heads.enable();
         for n in 0..100 {
             let w = id(&format!("w{n}"));
             heads.record(&w, &appended(&w, 1, "ActivityScheduled", hash), true);
         }
         assert!(heads.heads.len() <= 8, "{} kept", heads.heads.len());
+    }
+
+    #[test]
+    fn a_head_found_while_its_append_is_in_flight_waits_for_the_next_scan() {
+        let heads = WitnessedHeads::default();
+        heads.enable();
+        let w = id("w1");
+        let first = ChainHash::GENESIS.next(b"x");
+        heads.record(&w, &appended(&w, 3, "ActivityScheduled", first), true);
+        let second = first.next(b"y");
+        let committed = head(&w, 4, second, WorkflowStatus::Completed);
+        let appending = heads.appending(&w);
+        // Committed, not recorded yet: neither read back nor vouched for.
+        assert_eq!(heads.vouch(&committed), Vouch::AppendInFlight);
+        assert_eq!(
+            heads.vouch(&head(&id("w2"), 4, second, WorkflowStatus::Running)),
+            Vouch::Unknown
+        );
+        heads.record(&w, &appended(&w, 4, "WorkflowCompleted", second), true);
+        assert_eq!(heads.vouch(&committed), Vouch::AppendInFlight);
+        drop(appending);
+        assert_eq!(heads.vouch(&committed), Vouch::Witnessed);
+        // An append that failed leaves the head it found.
+        let failed = heads.appending(&w);
+        drop(failed);
+        assert_eq!(heads.vouch(&committed), Vouch::Witnessed);
+        assert!(heads.in_flight().is_empty());
+    }
+
+    #[test]
+    fn appends_are_not_marked_until_enabled() {
+        let heads = WitnessedHeads::default();
+        let w = id("w1");
+        let _appending = heads.appending(&w);
+        let hash = ChainHash::GENESIS.next(b"x");
+        assert_eq!(
+            heads.vouch(&head(&w, 1, hash, WorkflowStatus::Running)),
+            Vouch::Unknown
+        );
     }
 }
