@@ -156,3 +156,27 @@ fn the_cases_are_what_their_names_say() {
         .unwrap();
     assert!(longest_gap >= 10_000, "{longest_gap} ms");
 }
+
+/// The history cache weighs events by their data's JSON size, counted without building
+/// the JSON (`Event::record_data_len`): on every recorded event of every kind it is the
+/// size of the data as stored.
+#[test]
+fn every_event_s_counted_size_is_its_stored_size() {
+    let mut kinds = std::collections::BTreeSet::new();
+    for file in golden_files().unwrap() {
+        let export = load(&file).unwrap_or_else(|e| panic!("{e:#}"));
+        for recorded in &export.history {
+            let (kind, data) = recorded.event.to_record();
+            let stored = serde_json::to_vec(&data).unwrap().len() as u64;
+            assert_eq!(
+                recorded.event.record_data_len(),
+                stored,
+                "{kind} at seq {} of {}",
+                recorded.seq,
+                file.display()
+            );
+            kinds.insert(kind);
+        }
+    }
+    assert!(kinds.len() >= 10, "only {kinds:?} were checked");
+}

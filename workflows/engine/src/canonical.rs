@@ -22,6 +22,14 @@ pub fn to_vec(value: &Value) -> Vec<u8> {
     out
 }
 
+/// Canonical bytes of an object given as its entries, each key once: the values are
+/// written where they are, not copied into an object first.
+pub fn object_to_vec(entries: &mut [(&str, &Value)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    write_object(&mut out, entries);
+    out
+}
+
 /// Canonical bytes of any serializable value.
 pub fn to_vec_of<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, serde_json::Error> {
     Ok(to_vec(&serde_json::to_value(value)?))
@@ -50,20 +58,25 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
             out.push(b']');
         }
         Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push(b'{');
-            for (index, (key, item)) in entries.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                write_string(out, key);
-                out.push(b':');
-                write_value(out, item);
-            }
-            out.push(b'}');
+            let mut entries: Vec<(&str, &Value)> =
+                map.iter().map(|(key, item)| (key.as_str(), item)).collect();
+            write_object(out, &mut entries);
         }
     }
+}
+
+fn write_object(out: &mut Vec<u8>, entries: &mut [(&str, &Value)]) {
+    entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    out.push(b'{');
+    for (index, (key, item)) in entries.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        write_string(out, key);
+        out.push(b':');
+        write_value(out, item);
+    }
+    out.push(b'}');
 }
 
 fn write_number(out: &mut Vec<u8>, number: &Number) {

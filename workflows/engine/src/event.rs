@@ -80,6 +80,13 @@ macro_rules! event_kinds {
                 }
             }
 
+            /// Writes the kind's fields as JSON (without `"v"`) to `out`.
+            fn write_payload(&self, out: impl std::io::Write) -> Result<(), serde_json::Error> {
+                match self {
+                    $( Event::$kind(event) => serde_json::to_writer(out, event), )*
+                }
+            }
+
             fn payload(&self) -> Result<Value, serde_json::Error> {
                 match self {
                     $( Event::$kind(event) => serde_json::to_value(event), )*
@@ -147,6 +154,20 @@ impl Event {
         };
         data.insert("v".to_owned(), Value::from(SCHEMA_VERSION));
         (self.kind(), Value::Object(data))
+    }
+
+    /// How many bytes [`to_record`](Self::to_record)'s data takes as JSON (as
+    /// `serde_json` writes it), counted without building it.
+    pub fn record_data_len(&self) -> u64 {
+        let mut counter = ByteCounter(0);
+        // The counter takes every byte, and every kind serialises (see `to_record`).
+        let _ = self.write_payload(&mut counter);
+        // `"v":1` joins the fields: after a comma, unless there are none (`{}`).
+        let version = format!("\"v\":{SCHEMA_VERSION}").len() as u64;
+        match counter.0 {
+            2 => 2 + version,
+            fields => fields + 1 + version,
+        }
     }
 
     /// Decodes a stored `(kind, data)`.
@@ -270,6 +291,20 @@ pub struct HistoryEvent {
     /// When the store recorded it.
     pub recorded_at: Timestamp,
     pub event: Event,
+}
+
+/// Counts the bytes written to it.
+struct ByteCounter(u64);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len() as u64;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
