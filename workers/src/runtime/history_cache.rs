@@ -26,8 +26,8 @@
 //! - what the events point to (strings, JSON payloads such as inputs and results):
 //!   `DECODED_BYTES_PER_JSON_BYTE` times the size of the events' JSON (as stored).
 //!
-//! Counting an event's JSON (serialised into a counter, never built) still costs about
-//! a microsecond (more for big payloads), so a put measures only
+//! Counting an event's JSON (serialised into a counter, never built) is still a pass
+//! over all of it, long for big payloads, so a put measures only
 //! the events it adds: `take` remembers what the history it hands out measured, and the
 //! `put` that brings it back extended adds its new events to that.
 

@@ -85,7 +85,8 @@ impl Journal {
         mut inputs: impl FnMut(&WorkflowSummary, &[HistoryEvent]) -> Option<Write> + Send,
     ) -> Result<StepOutcome, StoreError> {
         let turn = self.step_gate.enter(id).await;
-        // Until its head is recorded, the checkpointer leaves the workflow's head alone.
+        // Until the head it appends is recorded, the checkpointer leaves an unknown head
+        // of the workflow to a later scan.
         let appending = self.witnessed.appending(id);
         let (appended, mut decision) = self.decide_and_append(id, &mut inputs).await?;
         if let Some(appended) = &appended {

@@ -11,11 +11,12 @@
 //! process, a history this process read from the database with a head it had not
 //! cached as its own, an index row moved behind the engine's back) is verified in full.
 //!
-//! An append of a workflow is marked *in flight* from before its statement is sent
-//! until its head is recorded ([`WitnessedHeads::appending`]). Its commit is visible to
-//! the checkpointer's scan a moment before the step records the head; a head found in
-//! that moment is left for the next scan ([`Vouch::AppendInFlight`]) rather than read
-//! back and, on a history changed behind the engine's back, refused for good.
+//! A step of a workflow (a start too) is marked *in flight* from before it reads or
+//! appends until the head it appended is recorded ([`WitnessedHeads::appending`]). Its
+//! commit is visible to the checkpointer's scan a moment before the step records the
+//! head; a head found in that moment is left for the next scan
+//! ([`Vouch::AppendInFlight`]) rather than read back and, on a history changed behind
+//! the engine's back, refused for good. A head recorded here is signed whatever runs.
 //!
 //! Bounded: at most [`CAPACITY`] heads, roughly the oldest evicted first (an evicted
 //! head costs one verification). Recording is off until the process's
@@ -47,8 +48,8 @@ struct Witnessed {
 pub enum Vouch {
     /// This process wrote it, on a chain it wrote whole: signed without a read.
     Witnessed,
-    /// An append of the workflow is in flight here: the head may be its, not recorded
-    /// yet. The next scan decides.
+    /// A step of the workflow is in flight here: the head may be one it appended and
+    /// has not recorded yet. The next scan decides.
     AppendInFlight,
     /// Nothing known: the chain is read back and verified.
     Unknown,
@@ -108,16 +109,18 @@ impl WitnessedHeads {
         self.heads.remove(id);
     }
 
-    /// Marks an append of `id` in flight until the returned guard drops: hold it from
-    /// before the append's statement is sent until its head is recorded.
+    /// Marks a step of `id` in flight until the returned guard drops: hold it from
+    /// before the step reads or appends until the head it appended is recorded. Marked
+    /// whether or not recording is on yet, so that a step that began before the
+    /// checkpointer started is covered too.
     pub fn appending<'a>(&'a self, id: &WorkflowId) -> Appending<'a> {
-        if !self.enabled.load(Ordering::Relaxed) {
-            return Appending {
-                heads: self,
-                id: None,
-            };
+        let mut in_flight = self.in_flight();
+        match in_flight.get_mut(id) {
+            Some(count) => *count += 1,
+            None => {
+                in_flight.insert(id.clone(), 1);
+            }
         }
-        *self.in_flight().entry(id.clone()).or_insert(0) += 1;
         Appending {
             heads: self,
             id: Some(id.clone()),
@@ -127,11 +130,10 @@ impl WitnessedHeads {
     /// Whether `head` is exactly the head this process wrote, its chain whole, and —
     /// for an ended workflow — its end event; or may be one it has yet to record.
     pub fn vouch(&self, head: &UnsignedHead) -> Vouch {
-        // Checked first: the step records its head before it ends the mark, so a head
-        // committed before this scan read it is either recorded or still marked.
-        if self.in_flight().contains_key(&head.workflow_id) {
-            return Vouch::AppendInFlight;
-        }
+        // Both looked at under the mark's lock. A step records its head before its
+        // mark ends, so a head committed before this scan read it is either recorded
+        // here or still marked; and an exact match is safe to sign whatever runs now.
+        let in_flight = self.in_flight();
         let witnessed = self.heads.get(&head.workflow_id).is_some_and(|witnessed| {
             witnessed.seq == head.seq
                 && witnessed.hash == head.head_hash
@@ -139,6 +141,8 @@ impl WitnessedHeads {
         });
         if witnessed {
             Vouch::Witnessed
+        } else if in_flight.contains_key(&head.workflow_id) {
+            Vouch::AppendInFlight
         } else {
             Vouch::Unknown
         }
@@ -326,8 +330,9 @@ mod tests {
             heads.vouch(&head(&id("w2"), 4, second, WorkflowStatus::Running)),
             Vouch::Unknown
         );
+        // Recorded: exactly its head is signed, whatever of the workflow runs now.
         heads.record(&w, &appended(&w, 4, "WorkflowCompleted", second), true);
-        assert_eq!(heads.vouch(&committed), Vouch::AppendInFlight);
+        assert_eq!(heads.vouch(&committed), Vouch::Witnessed);
         drop(appending);
         assert_eq!(heads.vouch(&committed), Vouch::Witnessed);
         // An append that failed leaves the head it found.
@@ -338,14 +343,16 @@ mod tests {
     }
 
     #[test]
-    fn appends_are_not_marked_until_enabled() {
+    fn a_step_begun_before_recording_is_on_is_marked_too() {
         let heads = WitnessedHeads::default();
         let w = id("w1");
-        let _appending = heads.appending(&w);
+        let appending = heads.appending(&w);
+        heads.enable();
         let hash = ChainHash::GENESIS.next(b"x");
-        assert_eq!(
-            heads.vouch(&head(&w, 1, hash, WorkflowStatus::Running)),
-            Vouch::Unknown
-        );
+        let found = head(&w, 1, hash, WorkflowStatus::Running);
+        assert_eq!(heads.vouch(&found), Vouch::AppendInFlight);
+        heads.record(&w, &appended(&w, 1, "ActivityScheduled", hash), true);
+        drop(appending);
+        assert_eq!(heads.vouch(&found), Vouch::Witnessed);
     }
 }

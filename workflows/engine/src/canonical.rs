@@ -25,6 +25,13 @@ pub fn to_vec(value: &Value) -> Vec<u8> {
 /// Canonical bytes of an object given as its entries, each key once: the values are
 /// written where they are, not copied into an object first.
 pub fn object_to_vec(entries: &mut [(&str, &Value)]) -> Vec<u8> {
+    debug_assert!(
+        entries
+            .iter()
+            .enumerate()
+            .all(|(i, (key, _))| entries[..i].iter().all(|(other, _)| other != key)),
+        "a key given twice"
+    );
     let mut out = Vec::with_capacity(128);
     write_object(&mut out, entries);
     out
