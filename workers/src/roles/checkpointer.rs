@@ -109,7 +109,10 @@ impl Checkpointer {
                         Ok(true)
                     }
                     // Possibly committed and not yet recorded: the next scan signs it.
-                    Vouch::AppendInFlight => Ok(false),
+                    Vouch::AppendInFlight => {
+                        self.journal.metrics.checkpoint_heads_deferred.inc();
+                        Ok(false)
+                    }
                     Vouch::Unknown => {
                         self.journal.metrics.checkpoint_chains_read.inc();
                         self.check_chain(&head).await

@@ -112,6 +112,9 @@ pub struct Metrics {
     pub checkpoint_chains_read: Counter,
     /// Heads signed as this process wrote them, every event of the chain appended here.
     pub checkpoint_heads_witnessed: Counter,
+    /// Heads left to a later scan: a step of their workflow was in flight here, and the
+    /// head was not one it had recorded.
+    pub checkpoint_heads_deferred: Counter,
     /// Age in milliseconds of the oldest row the relay last had to publish; 0 when it
     /// found none.
     pub outbox_lag_ms: Gauge,
@@ -144,7 +147,7 @@ impl Metrics {
 
     /// The counters with their names (without the `hcpflow_` prefix and the `_total`
     /// suffix, which the encoder adds) and help texts.
-    fn counters(&self) -> [(&'static str, &'static str, &Counter); 19] {
+    fn counters(&self) -> [(&'static str, &'static str, &Counter); 20] {
         [
             ("workflow_tasks", "workflow tasks run", &self.workflow_tasks),
             (
@@ -229,6 +232,11 @@ impl Metrics {
                 "heads the checkpointer signed as this process wrote their whole chain",
                 &self.checkpoint_heads_witnessed,
             ),
+            (
+                "checkpoint_heads_deferred",
+                "heads left to a later scan while a step of their workflow was in flight here",
+                &self.checkpoint_heads_deferred,
+            ),
         ]
     }
 
@@ -278,7 +286,7 @@ mod tests {
 
     /// Every sample name exposed before the move to `prometheus-client`: scrapers
     /// and dashboards depend on them.
-    const SAMPLE_NAMES: [&str; 23] = [
+    const SAMPLE_NAMES: [&str; 24] = [
         "hcpflow_workflow_tasks_total",
         "hcpflow_activity_tasks_total",
         "hcpflow_eager_activity_tasks_total",
@@ -297,6 +305,7 @@ mod tests {
         "hcpflow_checkpoint_scans_total",
         "hcpflow_checkpoint_chains_read_total",
         "hcpflow_checkpoint_heads_witnessed_total",
+        "hcpflow_checkpoint_heads_deferred_total",
         "hcpflow_outbox_lag_milliseconds",
         "hcpflow_workflow_task_seconds_sum",
         "hcpflow_workflow_task_seconds_count",
@@ -335,7 +344,7 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }
-        assert_eq!(text.matches("# TYPE ").count(), 24, "{text}");
+        assert_eq!(text.matches("# TYPE ").count(), 25, "{text}");
     }
 
     #[test]
