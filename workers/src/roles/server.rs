@@ -520,6 +520,10 @@ impl Process {
         running.spawn("relay", relay.run(self.shutdown.clone()));
         match &self.audit_key {
             Some(key) => {
+                // From now on the journal remembers the heads it writes whole, for the
+                // checkpointer: on before it is spawned, so no step of this process runs
+                // unrecorded while it starts.
+                self.journal.witnessed.enable();
                 let checkpointer = Checkpointer {
                     journal: self.journal.clone(),
                     key: key.clone(),

@@ -182,6 +182,10 @@ impl Journal {
     ) -> Result<(), hcpflow_eventstore::Error> {
         let (mut batch, eager, marks) = self.batch(id, Seq::FIRST, write);
         batch.recorded_at = Some(recorded_at);
+        // The start is the workflow's first step: a step that comes before its history is
+        // cached (a short timer fired, under load) waits for it rather than read the
+        // history and then have the start's older copy put over its own.
+        let turn = self.step_gate.enter(id).await;
         let appending = self.witnessed.appending(id);
         // A start that fails (a duplicate, an outage) gives its marks back as it returns.
         let appended = self.store.create_workflow(workflow, batch).await?;
@@ -193,6 +197,7 @@ impl Journal {
         self.witnessed.record(id, &appended, true);
         drop(appending);
         self.keep_created(workflow, id, &appended, recorded_at);
+        drop(turn);
         // The first activity starts before the start is answered (the answer waits on
         // NATS, the activity on nothing), with the history it will step on cached.
         let refused = self.hand_over_here(eager);

@@ -401,10 +401,25 @@ async fn a_history_written_here_is_signed_as_written_not_as_stored() {
         if signed["seq"] == last_seq {
             break signed;
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never signed at its end: {evidence}"
-        );
+        if std::time::Instant::now() >= deadline {
+            let mut counts = Vec::new();
+            for kind in ["chains_read", "heads_witnessed", "heads_deferred"] {
+                let name = format!("hcpflow_checkpoint_{kind}_total");
+                counts.push(format!(
+                    "{kind} {}",
+                    crate::histories::counter(&metrics_addr, &name).await
+                ));
+            }
+            let events: Vec<Value> = events(&server, &id)
+                .await
+                .iter()
+                .map(|event| json!([event["seq"], event["type"]]))
+                .collect();
+            panic!(
+                "never signed at its end ({}): {evidence}\nevents: {events:?}",
+                counts.join(", ")
+            );
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     // Signed over the chain the server computed, which the changed bytes no longer make.
