@@ -213,6 +213,16 @@ mod tests {
         }
     }
 
+    /// Heads recorded, with workflow `w1`'s head at seq 3 (its hash returned).
+    fn recording_with_head_at_3() -> (WitnessedHeads, WorkflowId, ChainHash) {
+        let heads = WitnessedHeads::default();
+        heads.enable();
+        let w = id("w1");
+        let first = ChainHash::GENESIS.next(b"x");
+        heads.record(&w, &appended(&w, 3, "ActivityScheduled", first), true);
+        (heads, w, first)
+    }
+
     fn vouched(heads: &WitnessedHeads, head: &UnsignedHead) -> bool {
         heads.vouch(head) == Vouch::Witnessed
     }
@@ -279,11 +289,7 @@ mod tests {
 
     #[test]
     fn a_chain_not_written_whole_here_forgets_the_head() {
-        let heads = WitnessedHeads::default();
-        heads.enable();
-        let w = id("w1");
-        let first = ChainHash::GENESIS.next(b"x");
-        heads.record(&w, &appended(&w, 3, "ActivityScheduled", first), true);
+        let (heads, w, first) = recording_with_head_at_3();
         let second = first.next(b"y");
         heads.record(&w, &appended(&w, 4, "ActivityCompleted", second), false);
         assert!(!vouched(
@@ -316,11 +322,7 @@ mod tests {
 
     #[test]
     fn a_head_found_while_its_append_is_in_flight_waits_for_the_next_scan() {
-        let heads = WitnessedHeads::default();
-        heads.enable();
-        let w = id("w1");
-        let first = ChainHash::GENESIS.next(b"x");
-        heads.record(&w, &appended(&w, 3, "ActivityScheduled", first), true);
+        let (heads, w, first) = recording_with_head_at_3();
         let second = first.next(b"y");
         let committed = head(&w, 4, second, WorkflowStatus::Completed);
         let appending = heads.appending(&w);
