@@ -54,7 +54,7 @@ pub struct Checkpointer {
 impl Checkpointer {
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
         // The journal remembers the heads it writes whole for this loop (turned on by
-        // the server as it spawns it); in case it is run on its own, on now.
+        // the server before any role starts); in case it is run on its own, on now.
         self.journal.witnessed.enable();
         tracing::info!(key_id = %self.key.public_key().key_id(), public_key = %self.key.public_key().to_base64(), "signing history checkpoints");
         // Heads whose chain did not verify: reported once, never signed, and left out

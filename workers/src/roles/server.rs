@@ -175,6 +175,11 @@ pub async fn run(
     shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let process = Process::connect(config, roles, shutdown).await?;
+    // The checkpointer signs the heads this process writes whole without reading them
+    // back: they are remembered from the first step on, before any role starts.
+    if roles.contains(&Role::Relay) && process.audit_key.is_some() {
+        process.journal.witnessed.enable();
+    }
     let mut running = Running::default();
     let (api, others): (Vec<Role>, Vec<Role>) = in_start_order(roles)
         .into_iter()
@@ -520,10 +525,6 @@ impl Process {
         running.spawn("relay", relay.run(self.shutdown.clone()));
         match &self.audit_key {
             Some(key) => {
-                // From now on the journal remembers the heads it writes whole, for the
-                // checkpointer: on before it is spawned, so no step of this process runs
-                // unrecorded while it starts.
-                self.journal.witnessed.enable();
                 let checkpointer = Checkpointer {
                     journal: self.journal.clone(),
                     key: key.clone(),

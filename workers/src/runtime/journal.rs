@@ -180,12 +180,14 @@ impl Journal {
         write: Write,
         recorded_at: chrono::DateTime<chrono::Utc>,
     ) -> Result<(), hcpflow_eventstore::Error> {
-        let (mut batch, eager, marks) = self.batch(id, Seq::FIRST, write);
-        batch.recorded_at = Some(recorded_at);
         // The start is the workflow's first step: a step that comes before its history is
         // cached (a short timer fired, under load) waits for it rather than read the
-        // history and then have the start's older copy put over its own.
+        // history and then have the start's older copy put over its own. (A duplicate
+        // start waits behind the running workflow's steps, then finds its id taken.)
+        // Entered before the batch, which reserves an activity slot and published marks.
         let turn = self.step_gate.enter(id).await;
+        let (mut batch, eager, marks) = self.batch(id, Seq::FIRST, write);
+        batch.recorded_at = Some(recorded_at);
         let appending = self.witnessed.appending(id);
         // A start that fails (a duplicate, an outage) gives its marks back as it returns.
         let appended = self.store.create_workflow(workflow, batch).await?;

@@ -284,8 +284,8 @@ impl Metrics {
 mod tests {
     use super::*;
 
-    /// Every sample name exposed before the move to `prometheus-client`: scrapers
-    /// and dashboards depend on them.
+    /// Every sample name exposed (those from before the move to `prometheus-client`
+    /// among them): scrapers and dashboards depend on them.
     const SAMPLE_NAMES: [&str; 24] = [
         "hcpflow_workflow_tasks_total",
         "hcpflow_activity_tasks_total",

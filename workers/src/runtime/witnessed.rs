@@ -19,8 +19,9 @@
 //! the engine's back, refused for good. A head recorded here is signed whatever runs.
 //!
 //! Bounded: at most [`CAPACITY`] heads, roughly the oldest evicted first (an evicted
-//! head costs one verification). Recording is off until the process's
-//! checkpointer turns it on, so a process without one keeps nothing.
+//! head costs one verification). Recording is off unless the process runs a
+//! checkpointer (the server turns it on before any role starts), so a process without
+//! one keeps nothing.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -79,7 +80,7 @@ impl WitnessedHeads {
         }
     }
 
-    /// Starts recording (the checkpointer of this process is running).
+    /// Starts recording (this process runs a checkpointer).
     pub fn enable(&self) {
         self.enabled.store(true, Ordering::Relaxed);
     }
