@@ -159,7 +159,8 @@ fn the_cases_are_what_their_names_say() {
 
 /// The history cache weighs events by their data's JSON size, counted without building
 /// the JSON (`Event::record_data_len`): on every event of the golden histories (12 of
-/// the kinds) it is the size of the data as stored.
+/// the kinds; the engine's unit test covers the other 11) it is the size of the data as
+/// stored.
 #[test]
 fn every_event_s_counted_size_is_its_stored_size() {
     let mut kinds = std::collections::BTreeSet::new();

@@ -394,6 +394,80 @@ mod tests {
         ));
     }
 
+    /// `record_data_len` is the stored data's size for the kinds the golden histories
+    /// lack (those are checked in replay-tests), with empty, absent, nested, tagged and
+    /// escaped values.
+    #[test]
+    fn the_counted_size_is_the_stored_size_for_every_other_kind() {
+        let seq = Seq::new(7).unwrap();
+        let child = crate::ids::WorkflowId::new("child-1").unwrap();
+        let events: Vec<Event> = vec![
+            TimerStarted {
+                duration_ms: 10,
+                fire_at: Timestamp::from_millis(1_700_000_000_123),
+            }
+            .into(),
+            TimerFired { started_seq: seq }.into(),
+            TimerCancelled { started_seq: seq }.into(),
+            SignalReceived {
+                name: "go \"now\"\n".into(),
+                payload: json!({"b": [1.5, -2, null], "a": "é☃"}),
+            }
+            .into(),
+            SideEffectRecorded {
+                kind: SideEffectKind::Uuid,
+                value: json!("0b1c"),
+            }
+            .into(),
+            ChildStarted {
+                child_id: child.clone(),
+                workflow_type: "noop".into(),
+                input: json!({}),
+                input_digest: "ab".repeat(32),
+            }
+            .into(),
+            ChildCompleted {
+                started_seq: seq,
+                outcome: Ok(json!([{"x": 1e-7}])),
+            }
+            .into(),
+            ChildCompleted {
+                started_seq: seq,
+                outcome: Err(WorkflowError::Cancelled),
+            }
+            .into(),
+            CancelRequested { reason: None }.into(),
+            ActivityCancelRequested { scheduled_seq: seq }.into(),
+            WorkflowFailed {
+                error: WorkflowError::failed("boom"),
+                left: Vec::new(),
+            }
+            .into(),
+            WorkflowFailed {
+                error: WorkflowError::Child {
+                    child_id: child.to_string(),
+                    message: "tab\t".into(),
+                },
+                left: vec![LeftBehind {
+                    registered_seq: seq,
+                    activity_type: "undo".into(),
+                    input: json!({"k": true}),
+                    reason: "kept".into(),
+                }],
+            }
+            .into(),
+            WorkflowCancelled {
+                reason: Some("asked".into()),
+            }
+            .into(),
+        ];
+        for event in events {
+            let (kind, data) = event.to_record();
+            let stored = serde_json::to_vec(&data).unwrap().len() as u64;
+            assert_eq!(event.record_data_len(), stored, "{kind}: {data}");
+        }
+    }
+
     #[test]
     fn every_kind_is_listed_once() {
         let mut kinds = Event::KINDS.to_vec();
