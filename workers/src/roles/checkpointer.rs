@@ -53,9 +53,8 @@ pub struct Checkpointer {
 
 impl Checkpointer {
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
-        // The journal remembers the heads it writes whole for this loop (turned on by
-        // the server before any role starts); in case it is run on its own, on now.
-        self.journal.witnessed.enable();
+        // The journal remembers the heads it writes whole for this loop: the server
+        // turns that on before any role starts (`server::run`).
         tracing::info!(key_id = %self.key.public_key().key_id(), public_key = %self.key.public_key().to_base64(), "signing history checkpoints");
         // Heads whose chain did not verify: reported once, never signed, and left out
         // of later scans.
@@ -110,7 +109,7 @@ impl Checkpointer {
                         Ok(true)
                     }
                     // Possibly committed and not yet recorded: the next scan signs it.
-                    Vouch::AppendInFlight => {
+                    Vouch::StepInFlight => {
                         self.journal.metrics.checkpoint_heads_deferred.inc();
                         Ok(false)
                     }

@@ -27,9 +27,9 @@
 //!   `DECODED_BYTES_PER_JSON_BYTE` times the size of the events' JSON (as stored).
 //!
 //! Counting an event's JSON (serialised into a counter, never built) is still a pass
-//! over all of it, long for big payloads, so a put measures only
-//! the events it adds: `take` remembers what the history it hands out measured, and the
-//! `put` that brings it back extended adds its new events to that.
+//! over all of it, long for big payloads, so a put measures only the events it adds:
+//! `take` remembers what the history it hands out measured, and the `put` that brings
+//! it back extended adds its new events to that.
 
 use std::fmt;
 use std::mem::size_of;

@@ -188,7 +188,7 @@ impl Journal {
         let turn = self.step_gate.enter(id).await;
         let (mut batch, eager, marks) = self.batch(id, Seq::FIRST, write);
         batch.recorded_at = Some(recorded_at);
-        let appending = self.witnessed.appending(id);
+        let in_flight = self.witnessed.step_in_flight(id);
         // A start that fails (a duplicate, an outage) gives its marks back as it returns.
         let appended = self.store.create_workflow(workflow, batch).await?;
         marks.committed();
@@ -197,7 +197,7 @@ impl Journal {
         self.events
             .queue(&self.outgoing, &appended.tenant, &appended.events);
         self.witnessed.record(id, &appended, true);
-        drop(appending);
+        drop(in_flight);
         self.keep_created(workflow, id, &appended, recorded_at);
         drop(turn);
         // The first activity starts before the start is answered (the answer waits on

@@ -87,7 +87,7 @@ impl Journal {
         let turn = self.step_gate.enter(id).await;
         // Until the head it appends is recorded, the checkpointer leaves an unknown head
         // of the workflow to a later scan.
-        let appending = self.witnessed.appending(id);
+        let in_flight = self.witnessed.step_in_flight(id);
         let (appended, mut decision) = self.decide_and_append(id, &mut inputs).await?;
         if let Some(appended) = &appended {
             let whole_chain = decision.seen.as_ref().is_some_and(|seen| seen.witnessed);
@@ -96,7 +96,7 @@ impl Journal {
             self.events
                 .queue(&self.outgoing, &appended.tenant, &appended.events);
         }
-        drop(appending);
+        drop(in_flight);
         // The next step of this workflow here starts from what this one appended, or
         // from the history it found when it appended nothing.
         match (&appended, decision.seen.take()) {

@@ -12,10 +12,10 @@
 //! cached as its own, an index row moved behind the engine's back) is verified in full.
 //!
 //! A step of a workflow (a start too) is marked *in flight* from before it reads or
-//! appends until the head it appended is recorded ([`WitnessedHeads::appending`]). Its
+//! appends until the head it appended is recorded ([`WitnessedHeads::step_in_flight`]). Its
 //! commit is visible to the checkpointer's scan a moment before the step records the
 //! head; a head found in that moment is left for the next scan
-//! ([`Vouch::AppendInFlight`]) rather than read back and, on a history changed behind
+//! ([`Vouch::StepInFlight`]) rather than read back and, on a history changed behind
 //! the engine's back, refused for good. A head recorded here is signed whatever runs.
 //!
 //! Bounded: at most [`CAPACITY`] heads, roughly the oldest evicted first (an evicted
@@ -51,7 +51,7 @@ pub enum Vouch {
     Witnessed,
     /// A step of the workflow is in flight here: the head may be one it appended and
     /// has not recorded yet. The next scan decides.
-    AppendInFlight,
+    StepInFlight,
     /// Nothing known: the chain is read back and verified.
     Unknown,
 }
@@ -60,8 +60,9 @@ pub enum Vouch {
 pub struct WitnessedHeads {
     enabled: AtomicBool,
     heads: Cache<WorkflowId, Witnessed>,
-    /// Appends in flight, by workflow (a count: a start and a step never overlap, but
-    /// nothing here relies on it).
+    /// Steps (starts too) in flight, by workflow: a count, though the step gate keeps
+    /// a workflow's steps in this process from overlapping, so that nothing here relies
+    /// on it.
     in_flight: Mutex<HashMap<WorkflowId, u32>>,
 }
 
@@ -114,7 +115,7 @@ impl WitnessedHeads {
     /// before the step reads or appends until the head it appended is recorded. Marked
     /// whether or not recording is on yet, so that a step that began before the
     /// checkpointer started is covered too.
-    pub fn appending<'a>(&'a self, id: &WorkflowId) -> Appending<'a> {
+    pub fn step_in_flight<'a>(&'a self, id: &WorkflowId) -> InFlight<'a> {
         let mut in_flight = self.in_flight();
         match in_flight.get_mut(id) {
             Some(count) => *count += 1,
@@ -122,9 +123,9 @@ impl WitnessedHeads {
                 in_flight.insert(id.clone(), 1);
             }
         }
-        Appending {
+        InFlight {
             heads: self,
-            id: Some(id.clone()),
+            id: id.clone(),
         }
     }
 
@@ -143,7 +144,7 @@ impl WitnessedHeads {
         if witnessed {
             Vouch::Witnessed
         } else if in_flight.contains_key(&head.workflow_id) {
-            Vouch::AppendInFlight
+            Vouch::StepInFlight
         } else {
             Vouch::Unknown
         }
@@ -157,25 +158,23 @@ impl WitnessedHeads {
     }
 }
 
-/// An append in flight (see [`WitnessedHeads::appending`]). Dropping it ends the mark
-/// whatever became of the append: one that failed leaves the head it found, which the
-/// index row still shows, or — its commit unknown — a head the checkpointer reads back.
+/// A step in flight (see [`WitnessedHeads::step_in_flight`]). Dropping it ends the
+/// mark whatever became of the step: one whose append failed leaves the head it found,
+/// which the index row still shows, or — its commit unknown — a head the checkpointer
+/// reads back.
 #[derive(Debug)]
-pub struct Appending<'a> {
+pub struct InFlight<'a> {
     heads: &'a WitnessedHeads,
-    id: Option<WorkflowId>,
+    id: WorkflowId,
 }
 
-impl Drop for Appending<'_> {
+impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        let Some(id) = self.id.take() else {
-            return;
-        };
         let mut in_flight = self.heads.in_flight();
-        if let Some(count) = in_flight.get_mut(&id) {
+        if let Some(count) = in_flight.get_mut(&self.id) {
             *count -= 1;
             if *count == 0 {
-                in_flight.remove(&id);
+                in_flight.remove(&self.id);
             }
         }
     }
@@ -326,9 +325,9 @@ mod tests {
         let (heads, w, first) = recording_with_head_at_3();
         let second = first.next(b"y");
         let committed = head(&w, 4, second, WorkflowStatus::Completed);
-        let appending = heads.appending(&w);
+        let stepping = heads.step_in_flight(&w);
         // Committed, not recorded yet: neither read back nor vouched for.
-        assert_eq!(heads.vouch(&committed), Vouch::AppendInFlight);
+        assert_eq!(heads.vouch(&committed), Vouch::StepInFlight);
         assert_eq!(
             heads.vouch(&head(&id("w2"), 4, second, WorkflowStatus::Running)),
             Vouch::Unknown
@@ -336,10 +335,10 @@ mod tests {
         // Recorded: exactly its head is signed, whatever of the workflow runs now.
         heads.record(&w, &appended(&w, 4, "WorkflowCompleted", second), true);
         assert_eq!(heads.vouch(&committed), Vouch::Witnessed);
-        drop(appending);
+        drop(stepping);
         assert_eq!(heads.vouch(&committed), Vouch::Witnessed);
         // An append that failed leaves the head it found.
-        let failed = heads.appending(&w);
+        let failed = heads.step_in_flight(&w);
         drop(failed);
         assert_eq!(heads.vouch(&committed), Vouch::Witnessed);
         assert!(heads.in_flight().is_empty());
@@ -349,13 +348,13 @@ mod tests {
     fn a_step_begun_before_recording_is_on_is_marked_too() {
         let heads = WitnessedHeads::default();
         let w = id("w1");
-        let appending = heads.appending(&w);
+        let stepping = heads.step_in_flight(&w);
         heads.enable();
         let hash = ChainHash::GENESIS.next(b"x");
         let found = head(&w, 1, hash, WorkflowStatus::Running);
-        assert_eq!(heads.vouch(&found), Vouch::AppendInFlight);
+        assert_eq!(heads.vouch(&found), Vouch::StepInFlight);
         heads.record(&w, &appended(&w, 1, "ActivityScheduled", hash), true);
-        drop(appending);
+        drop(stepping);
         assert_eq!(heads.vouch(&found), Vouch::Witnessed);
     }
 }

@@ -163,10 +163,9 @@ impl Event {
         // The counter takes every byte, and every kind serialises (see `to_record`).
         let _ = self.write_payload(&mut counter);
         // `"v":1` joins the fields: after a comma, unless there are none (`{}`).
-        let version = format!("\"v\":{SCHEMA_VERSION}").len() as u64;
         match counter.0 {
-            2 => 2 + version,
-            fields => fields + 1 + version,
+            2 => 2 + VERSION_ENTRY_LEN,
+            fields => fields + 1 + VERSION_ENTRY_LEN,
         }
     }
 
@@ -292,6 +291,9 @@ pub struct HistoryEvent {
     pub recorded_at: Timestamp,
     pub event: Event,
 }
+
+/// The length of `"v":<SCHEMA_VERSION>`, the entry `to_record` adds to the data.
+const VERSION_ENTRY_LEN: u64 = "\"v\":".len() as u64 + SCHEMA_VERSION.ilog10() as u64 + 1;
 
 /// Counts the bytes written to it.
 struct ByteCounter(u64);
