@@ -18,6 +18,8 @@
 #   BENCH_CONFIGS="all-in-one split"
 #   BENCH_IN_FLIGHT=1000     workflows in flight at once in the memory run (0: none)
 #   HCPFLOW_BIN=path         a binary built already (default: build the release binary)
+#   HCPFLOW_BENCH_PG_CONNECTION=socket  how the servers reach Postgres: its Unix socket
+#                            (default), or tcp (127.0.0.1 with TLS); see stack.sh
 #   BENCH_PEERS=restate      also run Restate (deploy/bench/restate) in every round,
 #                            print its medians in the same table, then each round's
 #                            ratio of hcpflow to it and their median
@@ -76,7 +78,8 @@ settings() {
 }
 
 echo
-echo "hcpflow, release, Postgres $(awk '/^  postgres/ {$1=""; print; exit}' "$(ls "$results"/*.txt | head -n 1)" | sed 's/^ //'), medians of $runs runs"
+first_report=$(ls "$results"/*.txt | head -n 1)
+echo "hcpflow, release, Postgres $(awk '/^  postgres/ {$1=""; print; exit}' "$first_report" | sed 's/^ //'), writers over $(awk '/^  pg writers/ {$1=$2=$3=""; print; exit}' "$first_report" | sed 's/^ *//') (HCPFLOW_BENCH_PG_CONNECTION=$HCPFLOW_BENCH_PG_CONNECTION), medians of $runs runs"
 printf '%-11s | %-22s | %-14s | %-14s | %-16s | %-18s | %s\n' configuration "M=10 C=1 p50 (p99)" "M=10 C=32 st/s" "M=1 C=32 wf/s" "write txns/step" "in flight: failed" "peak RSS"
 for config in $configs; do
   p50=$(settings "$config" m10c1 "latency p50")

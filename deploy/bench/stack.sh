@@ -10,6 +10,11 @@
 #   HCPFLOW_BENCH_PG_SETTINGS="shared_buffers=2GB max_wal_size=8GB checkpoint_timeout=15min autovacuum_naptime=10s"
 #                                      Postgres's settings beyond durability (empty:
 #                                      Postgres's defaults)
+#   HCPFLOW_BENCH_PG_CONNECTION=socket   how the servers reach Postgres: `socket`, its Unix
+#                                      socket (Postgres shares their host here, as it
+#                                      would be reached in production on one host), or
+#                                      `tcp`, 127.0.0.1 with TLS (as from another host,
+#                                      without the network's own latency)
 export HCPFLOW_DEV_DIR=${HCPFLOW_BENCH_DIR:-$repo/.bench}
 export HCPFLOW_DEV_PG_PORT=${HCPFLOW_BENCH_PG_PORT:-55632}
 export HCPFLOW_DEV_NATS_PORT=${HCPFLOW_BENCH_NATS_PORT:-54422}
@@ -24,6 +29,11 @@ export HCPFLOW_DEV_PG_SETTINGS=${HCPFLOW_BENCH_PG_SETTINGS-shared_buffers=2GB ma
 stack=$repo/deploy/dev/stack.sh
 
 log() { printf 'bench: %s\n' "$*" >&2; }
+
+case ${HCPFLOW_BENCH_PG_CONNECTION:=socket} in
+  socket | tcp) ;;
+  *) log "HCPFLOW_BENCH_PG_CONNECTION is socket or tcp, not $HCPFLOW_BENCH_PG_CONNECTION"; exit 2 ;;
+esac
 
 hcpflow=${HCPFLOW_BIN:-}
 if [[ -z $hcpflow ]]; then
@@ -57,6 +67,13 @@ set +a
 export HCPFLOW_LOG=${HCPFLOW_LOG:-warn}
 export HCPFLOW_BUILTIN_WORKFLOWS=true
 "$hcpflow" migrate >/dev/null
+if [[ $HCPFLOW_BENCH_PG_CONNECTION == socket ]]; then
+  if [[ -z ${HCPFLOW_DATABASE_SOCKET_URL:-} ]]; then
+    log "Postgres has no Unix socket here (the path of $HCPFLOW_DEV_DIR is too long): set HCPFLOW_BENCH_DIR shorter, or HCPFLOW_BENCH_PG_CONNECTION=tcp"
+    exit 2
+  fi
+  export HCPFLOW_DATABASE_URL=$HCPFLOW_DATABASE_SOCKET_URL
+fi
 
 # Below Linux's ephemeral range (32768-60999): a port in it may be, at the moment a
 # server binds it, the local end of one of the hundreds of connections a run holds

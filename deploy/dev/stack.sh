@@ -226,6 +226,13 @@ as_pg_user() {
   fi
 }
 
+# The directory of Postgres's Unix socket (only the server's user may enter it), or
+# nothing when the socket's path would pass Linux's limit (107 bytes).
+pg_socket_dir() {
+  local dir=$dev/pg-socket
+  (( ${#dir} + ${#pg_port} + 10 <= 107 )) && echo "$dir"
+}
+
 pg_data_dir() {
   local link=$dev/postgres
   if [[ -L $link || -d $link ]]; then
@@ -278,14 +285,20 @@ start_postgres() {
     rm -f "$pwfile"
   fi
   ensure_postgres_tls "$data"
-  log "starting postgres on 127.0.0.1:$pg_port (fsync and synchronous_commit $pg_durability${HCPFLOW_DEV_PG_SETTINGS:+, $HCPFLOW_DEV_PG_SETTINGS}; TLS offered, with the test CA in $dev/pg-ca.pem)"
+  local socket_dir=
+  if socket_dir=$(pg_socket_dir); then
+    mkdir -p "$socket_dir"
+    is_root && chown postgres: "$socket_dir"
+    chmod 700 "$socket_dir"
+  fi
+  log "starting postgres on 127.0.0.1:$pg_port${socket_dir:+ and $socket_dir} (fsync and synchronous_commit $pg_durability${HCPFLOW_DEV_PG_SETTINGS:+, $HCPFLOW_DEV_PG_SETTINGS}; TLS offered, with the test CA in $dev/pg-ca.pem)"
   # 500 connections: the tests run several split deployments at once, each process with
   # a pool sized by its roles (README, --database-pool-size).
   # setsid runs the server in its own session so it outlives this shell; as root it
   # then drops to the postgres user with setpriv, which execs, so $! is the server.
   setsid bash -c 'exec "$@"' _ $(is_root && echo setpriv --reuid=postgres --regid=postgres --init-groups --) \
     "$pg_bin/postgres" -D "$data" -p "$pg_port" -c listen_addresses=127.0.0.1 \
-    -c unix_socket_directories= -c max_connections=500 -c fsync=$pg_durability -c synchronous_commit=$pg_durability \
+    -c unix_socket_directories="$socket_dir" -c max_connections=500 -c fsync=$pg_durability -c synchronous_commit=$pg_durability \
     -c ssl=on ${pg_settings[@]+"${pg_settings[@]}"} \
     >> "$dev/logs/postgres.log" 2>&1 < /dev/null &
   echo $! > "$(pidfile postgres)"
@@ -460,6 +473,7 @@ write_env() {
 HCPFLOW_DATABASE_URL=postgres://hcpflow_app:$app_pw@127.0.0.1:$pg_port/hcpflow
 HCPFLOW_DATABASE_ADMIN_URL=postgres://hcpflow_owner:$owner_pw@127.0.0.1:$pg_port/hcpflow
 HCPFLOW_DATABASE_SUPERUSER_URL=postgres://postgres:$super_pw@127.0.0.1:$pg_port/hcpflow
+$(socket_dir=$(pg_socket_dir) && [[ -S $socket_dir/.s.PGSQL.$pg_port ]] && printf "# The application role over the server's Unix socket (a Postgres on the same host).\nHCPFLOW_DATABASE_SOCKET_URL='postgres://hcpflow_app:%s@localhost/hcpflow?host=%s&port=%s'" "$app_pw" "$socket_dir" "$pg_port")
 HCPFLOW_NATS_URL=nats://127.0.0.1:$nats_port
 HCPFLOW_AWS_ENDPOINT=http://127.0.0.1:$aws_proxy_port
 # For tests: moto itself (independent checks) and the proxy's fault control API.

@@ -261,6 +261,57 @@ impl EventStore {
             synchronous_commit,
         })
     }
+
+    /// How the servers' group-commit writers (application name `…-writer`) are
+    /// connected: over the Unix socket of a Postgres on their host, or over TCP with or
+    /// without TLS. A step's commit is a round trip on one of them, and at one workflow
+    /// in flight the transport shows in its latency (README, configuration). Counts the
+    /// connections this role may see (its own, or all with `pg_read_all_stats`).
+    pub async fn writer_transports(&self) -> Result<WriterTransports> {
+        let (unix_socket, tcp_tls, tcp_plain): (i64, i64, i64) = sqlx::query_as(
+            "SELECT count(*) FILTER (WHERE a.client_port = -1),
+                    count(*) FILTER (WHERE a.client_port > 0 AND s.ssl),
+                    count(*) FILTER (WHERE a.client_port > 0 AND NOT s.ssl)
+               FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid)
+              WHERE a.application_name LIKE '%-writer'",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(WriterTransports {
+            unix_socket,
+            tcp_tls,
+            tcp_plain,
+        })
+    }
+}
+
+/// How the group-commit writers' connections of the servers on this database reach
+/// it (see [`EventStore::writer_transports`]): each connection counted once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriterTransports {
+    pub unix_socket: i64,
+    pub tcp_tls: i64,
+    pub tcp_plain: i64,
+}
+
+impl std::fmt::Display for WriterTransports {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kinds = [
+            (self.unix_socket, "Unix socket"),
+            (self.tcp_tls, "TCP with TLS"),
+            (self.tcp_plain, "TCP without TLS"),
+        ];
+        let seen: Vec<String> = kinds
+            .iter()
+            .filter(|(count, _)| *count > 0)
+            .map(|(count, kind)| format!("{kind} ({count})"))
+            .collect();
+        if seen.is_empty() {
+            f.write_str("none seen")
+        } else {
+            f.write_str(&seen.join(", "))
+        }
+    }
 }
 
 /// Postgres's durability settings (see [`EventStore::durability`]).
@@ -359,4 +410,20 @@ pub(crate) fn like_prefix(prefix: &str) -> String {
             .replace('%', "\\%")
             .replace('_', "\\_")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WriterTransports;
+
+    #[test]
+    fn writer_transports_name_each_kind_seen() {
+        assert_eq!(WriterTransports::default().to_string(), "none seen");
+        let mixed = WriterTransports {
+            unix_socket: 2,
+            tcp_tls: 0,
+            tcp_plain: 1,
+        };
+        assert_eq!(mixed.to_string(), "Unix socket (2), TCP without TLS (1)");
+    }
 }

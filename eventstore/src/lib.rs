@@ -45,7 +45,7 @@ pub use attempt_claims::{AttemptClaim, Claimed};
 pub use checkpoints::{CorruptHead, StoredCheckpoint, UnsignedHead};
 pub use error::{Error, Result};
 pub use history::{HistoryPage, VerifiedHistory};
-pub use index::{Durability, WorkflowFilter, WorkflowPage, WorkflowSummary};
+pub use index::{Durability, WorkflowFilter, WorkflowPage, WorkflowSummary, WriterTransports};
 pub use ledger::{LedgerAction, LedgerEntry, LedgerRecord};
 pub use listen::Listener;
 pub use outbox::{ClaimedMessage, OutboxMessage, OutboxRow, OUTBOX_CHANNEL};

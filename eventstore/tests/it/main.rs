@@ -21,3 +21,4 @@ mod row_checks;
 mod support;
 mod tamper;
 mod tls;
+mod unix_socket;

@@ -158,6 +158,8 @@ pub struct BenchReport {
     pub commits: Option<i64>,
     /// Postgres's durability settings, when the bench could ask (`--database-url`).
     pub durability: Option<hcpflow_eventstore::Durability>,
+    /// How the servers' writers reach Postgres, seen at the end of the run.
+    pub transports: Option<hcpflow_eventstore::WriterTransports>,
 }
 
 pub async fn run(
@@ -229,6 +231,7 @@ pub async fn run(
     let mut report = BenchReport::tally(outcomes, elapsed, args.steps, commits);
     report.durability = durability;
     if let Some(store) = &store {
+        report.transports = Some(store.writer_transports().await?);
         report.unfinished = Some(store.count_unfinished_with_prefix(&run_id).await?);
     }
     if !args.server_metrics.is_empty() {
@@ -463,6 +466,7 @@ impl BenchReport {
             latencies,
             commits,
             durability: None,
+            transports: None,
         }
     }
 
@@ -524,6 +528,9 @@ impl BenchReport {
                 durability.fsync, durability.synchronous_commit
             ),
             None => println!("  postgres       durability unknown (give --database-url)"),
+        }
+        if let Some(transports) = &self.transports {
+            println!("  pg writers     over {transports}");
         }
         if let Some(unfinished) = self.unfinished {
             println!("  unfinished     {unfinished} (of this run, still running in the database)");
