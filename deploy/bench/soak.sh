@@ -13,6 +13,8 @@
 #   SOAK_RETENTION_SECS=120   the servers' --done-retention-secs: well inside half the
 #                             soak, so that the purged tables are seen to stop growing
 #   HCPFLOW_BIN=path          a binary built already (default: build the release binary)
+#   HCPFLOW_BENCH_PG_CONNECTION=socket  the servers reach Postgres over its Unix socket
+#                             (default), or tcp (127.0.0.1 with TLS); see stack.sh
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -69,7 +69,7 @@ export HCPFLOW_BUILTIN_WORKFLOWS=true
 "$hcpflow" migrate >/dev/null
 if [[ $HCPFLOW_BENCH_PG_CONNECTION == socket ]]; then
   if [[ -z ${HCPFLOW_DATABASE_SOCKET_URL:-} ]]; then
-    log "Postgres has no Unix socket here (the path of $HCPFLOW_DEV_DIR is too long): set HCPFLOW_BENCH_DIR shorter, or HCPFLOW_BENCH_PG_CONNECTION=tcp"
+    log "Postgres has no Unix socket here (its path, beside the data directory of $HCPFLOW_DEV_DIR, is too long or holds a character other than A-Z a-z 0-9 / . _ -): set HCPFLOW_BENCH_DIR, or HCPFLOW_BENCH_PG_CONNECTION=tcp"
     exit 2
   fi
   export HCPFLOW_DATABASE_URL=$HCPFLOW_DATABASE_SOCKET_URL

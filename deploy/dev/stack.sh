@@ -226,11 +226,13 @@ as_pg_user() {
   fi
 }
 
-# The directory of Postgres's Unix socket (only the server's user may enter it), or
-# nothing when the socket's path would pass Linux's limit (107 bytes).
+# The directory of Postgres's Unix socket, beside its data directory (where the server's
+# user may enter; only that user may enter the socket's), or nothing when the socket's
+# path would pass Linux's limit (107 bytes) or hold a character a URL must escape.
 pg_socket_dir() {
-  local dir=$dev/pg-socket
-  (( ${#dir} + ${#pg_port} + 10 <= 107 )) && echo "$dir"
+  local dir
+  dir=$(dirname "$(pg_data_dir)")/pg-socket
+  [[ $dir =~ ^/[A-Za-z0-9/._-]+$ ]] && (( ${#dir} + ${#pg_port} + 10 <= 107 )) && echo "$dir"
 }
 
 pg_data_dir() {
@@ -262,7 +264,14 @@ secret() { # name: a random value, generated once and kept in .dev/secrets
 url_password() { secret "$1" | tr '+/' '-_' | tr -d '='; }
 
 start_postgres() {
-  if running postgres "postgres"; then log "postgres already running on 127.0.0.1:$pg_port"; return; fi
+  if running postgres "postgres"; then
+    log "postgres already running on 127.0.0.1:$pg_port"
+    local socket_dir
+    if socket_dir=$(pg_socket_dir) && [[ ! -S $socket_dir/.s.PGSQL.$pg_port ]]; then
+      log "it has no Unix socket (started before the stack gave it one): restart it (stack.sh down; stack.sh up) for HCPFLOW_DATABASE_SOCKET_URL"
+    fi
+    return
+  fi
   require_free_port postgres "$pg_port" HCPFLOW_DEV_PG_PORT
   ensure_postgres
   if is_root && ! id postgres >/dev/null 2>&1; then

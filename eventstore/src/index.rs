@@ -273,7 +273,7 @@ impl EventStore {
                     count(*) FILTER (WHERE a.client_port > 0 AND s.ssl),
                     count(*) FILTER (WHERE a.client_port > 0 AND NOT s.ssl)
                FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid)
-              WHERE a.application_name LIKE '%-writer'",
+              WHERE a.datname = current_database() AND a.application_name LIKE '%-writer'",
         )
         .fetch_one(&self.pool)
         .await?;

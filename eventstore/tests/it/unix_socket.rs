@@ -1,15 +1,16 @@
 //! Postgres over its Unix socket (a Postgres on the same host): the store, its
 //! group-commit writers included, connects with the socket URL `.dev/env` gives, writes
-//! and reads a history, and the writers' transport reads as the socket.
+//! and reads a history, and its writers' connections are on the socket.
 
 use hcpflow_engine::Seq;
 use hcpflow_eventstore::{AppendBatch, EventStore};
 
-use crate::support::{event, new_workflow, stack, unique_id};
+use crate::support::{event, new_workflow, pool, store, unique_id};
 
 #[tokio::test]
 async fn the_store_writes_and_reads_over_the_unix_socket() {
-    let Some(_stack) = stack("the_store_writes_and_reads_over_the_unix_socket") else {
+    // Migrated (and the stack found) as every other test's store is.
+    let Some((stack, _)) = store("the_store_writes_and_reads_over_the_unix_socket").await else {
         return;
     };
     let Ok(url) = std::env::var("HCPFLOW_DATABASE_SOCKET_URL") else {
@@ -20,9 +21,12 @@ async fn the_store_writes_and_reads_over_the_unix_socket() {
         "hcpflow_app",
         "the role is read from a socket URL as from any other"
     );
-    let store = EventStore::connect_with_group_commit(&url, 3, 1)
-        .await
-        .expect("connects over the socket");
+    // A name of its own, so that its writers are told from other tests' (`<name>-writer`).
+    let name = unique_id("socket");
+    let store =
+        EventStore::connect_with_group_commit(&format!("{url}&application_name={name}"), 3, 1)
+            .await
+            .expect("connects over the socket");
     let port: i32 =
         sqlx::query_scalar("SELECT client_port FROM pg_stat_activity WHERE pid = pg_backend_pid()")
             .fetch_one(store.pool())
@@ -49,9 +53,18 @@ async fn the_store_writes_and_reads_over_the_unix_socket() {
     let verified = store.verify_history(&id).await.unwrap();
     assert_eq!(verified.events, 2);
 
-    let transports = store.writer_transports().await.unwrap();
+    let ports: Vec<Option<i32>> =
+        sqlx::query_scalar("SELECT client_port FROM pg_stat_activity WHERE application_name = $1")
+            .bind(format!("{name}-writer"))
+            .fetch_all(&pool(&stack.superuser_url).await)
+            .await
+            .unwrap();
     assert!(
-        transports.unix_socket >= 1,
-        "the writers' connections are not over the socket: {transports}"
+        !ports.is_empty() && ports.iter().all(|port| *port == Some(-1)),
+        "the writers' connections are not all on the socket: {ports:?}"
+    );
+    assert!(
+        store.writer_transports().await.unwrap().unix_socket >= 1,
+        "the bench's report would not see them"
     );
 }
