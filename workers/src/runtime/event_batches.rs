@@ -22,14 +22,13 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use hcpflow_engine::{Seq, TenantId, WorkflowId};
-use hcpflow_eventstore::{PublishedRange, StoredEvent};
+use hcpflow_eventstore::{OutboxMessage, PublishedRange, StoredEvent};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::runtime::metrics::Metrics;
-use crate::runtime::outgoing::{event_on, Outgoing};
+use crate::runtime::outgoing::Outgoing;
 use crate::runtime::publish::{publish_messages, Published};
-use crate::runtime::step::off_the_async_workers;
 
 /// How long an event waits for others to go with it. Watchers see a step's events
 /// this much later at most; a terminal event does not wait.
@@ -37,10 +36,6 @@ pub const LINGER: Duration = Duration::from_millis(5);
 
 /// A batch of this many events goes at once, whatever its age.
 const FULL_BATCH: usize = 512;
-
-/// An events-stream entry's bytes beyond its event's body (the hashes in hex, the seq,
-/// kind and time), counted against [`MAX_WAITING_BYTES`] before the entry is made.
-const ENTRY_OVERHEAD: usize = 256;
 
 /// Beyond this many bytes of events waiting (NATS slow or away), an append's events
 /// are left to the relay rather than held in memory.
@@ -76,15 +71,12 @@ struct Waiting {
     overflowing: bool,
 }
 
-/// One append's events, consecutive in their workflow's history, for its events
-/// subject. They become messages in the publishing task, not in the step that queued
-/// them: the step holds its workflow's turn, on the workflow's latency path.
+/// One append's events, consecutive in their workflow's history.
 #[derive(Debug)]
 struct Run {
     workflow_id: WorkflowId,
     first: Seq,
-    subject: String,
-    events: Vec<StoredEvent>,
+    messages: Vec<OutboxMessage>,
 }
 
 impl EventBatches {
@@ -117,18 +109,11 @@ impl EventBatches {
         let urgent = events
             .iter()
             .any(|event| hcpflow_engine::Event::is_terminal_kind(&event.event_type));
-        let bytes: usize = events
+        let messages: Vec<OutboxMessage> = events
             .iter()
-            .map(|event| event.body.len() + ENTRY_OVERHEAD)
-            .sum();
-        let count = events.len();
-        // Copied before the lock is taken, as every other append queues under it.
-        let run = Run {
-            workflow_id: first.workflow_id.clone(),
-            first: first.seq,
-            subject: outgoing.events_subject(tenant, &first.workflow_id),
-            events: events.to_vec(),
-        };
+            .map(|event| outgoing.event_message(tenant, event))
+            .collect();
+        let bytes: usize = messages.iter().map(|message| message.payload.len()).sum();
         let start_publishing = {
             let mut waiting = self.lock();
             if waiting.bytes + bytes > MAX_WAITING_BYTES {
@@ -139,8 +124,12 @@ impl EventBatches {
                 }
                 return;
             }
-            waiting.runs.push(run);
-            waiting.events += count;
+            waiting.runs.push(Run {
+                workflow_id: first.workflow_id.clone(),
+                first: first.seq,
+                messages,
+            });
+            waiting.events += events.len();
             waiting.bytes += bytes;
             waiting.since.get_or_insert_with(Instant::now);
             waiting.urgent |= urgent;
@@ -235,19 +224,12 @@ impl EventBatches {
     /// Publishes `runs` and hands what NATS acknowledged to be marked: of each run, the
     /// events up to its first refusal (a watermark moves over gap-free runs only).
     async fn publish(&self, runs: Vec<Run>) {
-        let lengths: Vec<usize> = runs.iter().map(|run| run.events.len()).collect();
+        let lengths: Vec<usize> = runs.iter().map(|run| run.messages.len()).collect();
         let mut heads = Vec::with_capacity(runs.len());
-        let count = lengths.iter().sum();
-        // A backlog (NATS slow a while) is milliseconds of encoding.
-        let messages = off_the_async_workers(count, || {
-            let mut messages = Vec::with_capacity(count);
-            for run in &runs {
-                messages.extend(run.events.iter().map(|event| event_on(&run.subject, event)));
-            }
-            messages
-        });
+        let mut messages = Vec::with_capacity(lengths.iter().sum());
         for run in runs {
             heads.push((run.workflow_id, run.first));
+            messages.extend(run.messages);
         }
         let acked = publish_messages(&self.js, &self.metrics, &messages).await;
         if acked.iter().all(|acked| *acked) {
@@ -318,8 +300,7 @@ mod tests {
         Run {
             workflow_id: WorkflowId::new(id).unwrap(),
             first: Seq::FIRST,
-            subject: format!("hcpflow.events.{id}"),
-            events: Vec::new(),
+            messages: Vec::new(),
         }
     }
 

@@ -102,10 +102,12 @@ impl Outgoing {
         }
     }
 
-    /// The events subject of workflow `id` (its tenant's), where [`event_on`] puts its
-    /// appended events.
-    pub fn events_subject(&self, tenant: &TenantId, id: &WorkflowId) -> String {
-        self.subjects.events(tenant, id.as_str())
+    /// An appended event on its workflow's events subject (its tenant's).
+    pub fn event_message(&self, tenant: &TenantId, event: &StoredEvent) -> OutboxMessage {
+        event_on(
+            &self.subjects.events(tenant, event.workflow_id.as_str()),
+            event,
+        )
     }
 
     /// The messages and timers new commands cause (activities to run, timers to arm,
