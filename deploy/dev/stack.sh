@@ -235,6 +235,12 @@ pg_socket_dir() {
   [[ $dir =~ ^/[A-Za-z0-9/._-]+$ ]] && (( ${#dir} + ${#pg_port} + 10 <= 107 )) && echo "$dir"
 }
 
+# The socket's directory when the running Postgres listens there (nothing otherwise).
+pg_socket_listening() {
+  local dir
+  dir=$(pg_socket_dir) && [[ -S $dir/.s.PGSQL.$pg_port ]] && echo "$dir"
+}
+
 pg_data_dir() {
   local link=$dev/postgres
   if [[ -L $link || -d $link ]]; then
@@ -266,8 +272,7 @@ url_password() { secret "$1" | tr '+/' '-_' | tr -d '='; }
 start_postgres() {
   if running postgres "postgres"; then
     log "postgres already running on 127.0.0.1:$pg_port"
-    local socket_dir
-    if socket_dir=$(pg_socket_dir) && [[ ! -S $socket_dir/.s.PGSQL.$pg_port ]]; then
+    if pg_socket_dir >/dev/null && ! pg_socket_listening >/dev/null; then
       log "it has no Unix socket (started before the stack gave it one): restart it (stack.sh down; stack.sh up) for HCPFLOW_DATABASE_SOCKET_URL"
     fi
     return
@@ -482,7 +487,7 @@ write_env() {
 HCPFLOW_DATABASE_URL=postgres://hcpflow_app:$app_pw@127.0.0.1:$pg_port/hcpflow
 HCPFLOW_DATABASE_ADMIN_URL=postgres://hcpflow_owner:$owner_pw@127.0.0.1:$pg_port/hcpflow
 HCPFLOW_DATABASE_SUPERUSER_URL=postgres://postgres:$super_pw@127.0.0.1:$pg_port/hcpflow
-$(socket_dir=$(pg_socket_dir) && [[ -S $socket_dir/.s.PGSQL.$pg_port ]] && printf "# The application role over the server's Unix socket (a Postgres on the same host).\nHCPFLOW_DATABASE_SOCKET_URL='postgres://hcpflow_app:%s@localhost/hcpflow?host=%s&port=%s'" "$app_pw" "$socket_dir" "$pg_port")
+$(socket_dir=$(pg_socket_listening) && printf "# The application role over the server's Unix socket (a Postgres on the same host).\nHCPFLOW_DATABASE_SOCKET_URL='postgres://hcpflow_app:%s@localhost/hcpflow?host=%s&port=%s'" "$app_pw" "$socket_dir" "$pg_port")
 HCPFLOW_NATS_URL=nats://127.0.0.1:$nats_port
 HCPFLOW_AWS_ENDPOINT=http://127.0.0.1:$aws_proxy_port
 # For tests: moto itself (independent checks) and the proxy's fault control API.

@@ -385,6 +385,10 @@ async fn write(connections: &WriterConnections, stats: &GroupStats, mut group: V
     }
 }
 
+/// What ends the application name of the writers' connections (`<name>-writer`), by
+/// which `pg_stat_activity` tells them from the store's others.
+pub(crate) const WRITER_NAME_SUFFIX: &str = "-writer";
+
 /// Opens the pool the writers write with: `options` (the store's, sized to the
 /// writers), to the database of `store` with its connect options and the application
 /// name `<name>-writer` (`hcpflow-writer` when it has none: they stand out in
@@ -394,7 +398,7 @@ async fn write(connections: &WriterConnections, stats: &GroupStats, mut group: V
 pub(crate) async fn open_writers_pool(options: PgPoolOptions, store: &PgPool) -> Result<PgPool> {
     let connect = store.connect_options();
     let name = format!(
-        "{}-writer",
+        "{}{WRITER_NAME_SUFFIX}",
         connect.get_application_name().unwrap_or("hcpflow")
     );
     let pool = options

@@ -273,8 +273,12 @@ impl EventStore {
                     count(*) FILTER (WHERE a.client_port > 0 AND s.ssl),
                     count(*) FILTER (WHERE a.client_port > 0 AND NOT s.ssl)
                FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid)
-              WHERE a.datname = current_database() AND a.application_name LIKE '%-writer'",
+              WHERE a.datname = current_database() AND a.application_name LIKE $1",
         )
+        .bind(format!(
+            "%{}",
+            escape_like(crate::group::WRITER_NAME_SUFFIX)
+        ))
         .fetch_one(&self.pool)
         .await?;
         Ok(WriterTransports {
@@ -403,13 +407,14 @@ pub(crate) fn stored_workflow_id(id: String) -> Result<WorkflowId> {
 
 /// A LIKE pattern for the values that start with `prefix` (its wildcards escaped).
 pub(crate) fn like_prefix(prefix: &str) -> String {
-    format!(
-        "{}%",
-        prefix
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_")
-    )
+    format!("{}%", escape_like(prefix))
+}
+
+/// `text` with LIKE's wildcards (and its escape character) escaped.
+fn escape_like(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
 }
 
 #[cfg(test)]
